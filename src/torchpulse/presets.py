@@ -1,0 +1,84 @@
+"""Workload size presets.
+
+``cuda`` is the upstream fastrnns default; ``cpu`` is sized so that one timed sample takes
+roughly 10-100 ms on two cores (the variable-length runners loop in Python over every
+sequence, so their length range shrinks more); ``smoke`` is tiny, for tests. The preset is
+chosen by device unless TORCHPULSE_PRESET names one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+PRESET_ENV = "TORCHPULSE_PRESET"
+DEFAULT_SEED = 1234
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    seq_length: int
+    num_layers: int
+    input_size: int
+    hidden_size: int
+    mini_batch: int
+    image_batch: int
+    image_size: int
+    warmup: int
+    nloops: int
+    # scale of the variable-length runners' length range; upstream draws lengths in [30, 100)
+    varlen_scale: float = 1.0
+    seed: int = DEFAULT_SEED
+
+    @property
+    def varlen_bounds(self) -> tuple[int, int]:
+        """Sequence-length range [low, high) of the variable-length runners."""
+        scale = self.varlen_scale
+        low = max(1, round(30 * scale))
+        high = max(low + 1, round(100 * scale))
+        return low, high
+
+    def replace(self, **changes: object) -> Preset:
+        return dataclasses.replace(self, **changes)
+
+
+PRESETS: dict[str, Preset] = {
+    "cuda": Preset(
+        name="cuda", seq_length=100, num_layers=1, input_size=512, hidden_size=512,
+        mini_batch=64, image_batch=32, image_size=224, warmup=10, nloops=100,
+    ),
+    "cpu": Preset(
+        name="cpu", seq_length=50, num_layers=1, input_size=256, hidden_size=256,
+        mini_batch=32, image_batch=2, image_size=96, warmup=5, nloops=20, varlen_scale=0.25,
+    ),
+    "smoke": Preset(
+        name="smoke", seq_length=5, num_layers=1, input_size=8, hidden_size=8,
+        mini_batch=3, image_batch=2, image_size=32, warmup=5, nloops=2, varlen_scale=0.05,
+    ),
+}
+
+
+class UnknownPresetError(ValueError):
+    pass
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_preset(name: str | None = None, device: str | None = None) -> Preset:
+    """The preset named, else $TORCHPULSE_PRESET, else the one matching the device."""
+    name = name or os.environ.get(PRESET_ENV) or None
+    if name is None:
+        device = device or default_device()
+        name = "cuda" if device.startswith("cuda") else "cpu"
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UnknownPresetError(
+            f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}"
+        ) from None

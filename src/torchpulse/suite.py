@@ -1,0 +1,43 @@
+"""Process-wide state for the asv suites in benchmarks/.
+
+asv runs every benchmark in its own process and, since asv_runner 0.3, re-runs ``setup``
+before every sample (asv#966). Building a workload (model, inputs, TorchScript compilation,
+warm-up) therefore happens once per process here, and ``setup`` only looks it up.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from torchpulse.presets import default_device, resolve_preset
+from torchpulse.runners import RUNNERS, Workload
+from torchpulse.timing import RegionClock
+
+
+@functools.cache
+def device() -> str:
+    return default_device()
+
+
+@functools.cache
+def clock() -> RegionClock:
+    """The clock asv reads as its ``timer``: it advances only inside measured regions."""
+    return RegionClock(device())
+
+
+def read_clock() -> float:
+    return clock()()
+
+
+@functools.cache
+def workload(runner: str, family: str) -> Workload:
+    """The runner built at the preset for this device and warmed up.
+
+    Raises NotImplementedError (asv's "skipped") when this version of torchpulse lacks it.
+    """
+    spec = RUNNERS.get(runner)
+    if spec is None or spec.family != family:
+        raise NotImplementedError(f"runner {runner!r} is not in this version of torchpulse")
+    built = Workload(spec, resolve_preset(device=device()), device())
+    built.warm_up()
+    return built
