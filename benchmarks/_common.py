@@ -1,14 +1,22 @@
 """The tiny base shared by the workload suites (underscore: asv does not collect it).
 
-Imports of torchpulse happen in setup so that a commit whose package lacks a workload, or
-the whole suite module, records the benchmark as skipped instead of failing.
+torch and torchpulse are imported here, at module level, because asv's forkserver imports
+the suite once per commit and forks every benchmark from it: the ~1.2 s torch import is paid
+once instead of once per benchmark. A commit whose package lacks torchpulse.suite still
+imports this module; its benchmarks are then skipped in setup instead of failing.
 """
+
+import torch  # noqa: F401  (preimport for the forkserver)
+
+try:
+    from torchpulse import suite as _suite
+except ImportError as _exc:  # an old commit's package
+    _suite = None
+    _suite_error = str(_exc)
 
 
 def _read_region_clock() -> float:
-    from torchpulse import suite
-
-    return suite.read_clock()
+    return _suite.read_clock()
 
 
 class _WorkloadSuite:
@@ -23,12 +31,10 @@ class _WorkloadSuite:
     timer = staticmethod(_read_region_clock)
 
     def setup(self, runner):
-        try:
-            from torchpulse import suite
-        except ImportError as exc:
-            raise NotImplementedError(f"torchpulse.suite missing: {exc}") from None
-        self.workload = suite.workload(runner, self.family)
-        self.clock = suite.clock()
+        if _suite is None:
+            raise NotImplementedError(f"torchpulse.suite missing: {_suite_error}")
+        self.workload = _suite.workload(runner, self.family)
+        self.clock = _suite.clock()
 
     def time_forward(self, runner):
         self.workload.forward(self.clock)
