@@ -45,11 +45,20 @@ class Runner:
     creator: Creator
     description: str
     context: Callable[[], AbstractContextManager[Any]] = nullcontext
+    # TorchScript (script or trace): the profiling executor needs ~4 iterations to settle
+    compiled: bool = False
     # what the correctness check compares this runner against (None: not checked)
     reference: Creator | None = None
     reference_name: str = ""
     # maps the reference's backward tensor onto this runner's (e.g. last time step only)
     reference_view: Callable[[Tensor], Tensor] = field(default=lambda t: t)
+
+
+    @property
+    def settle_iterations(self) -> int:
+        """Training steps after which step times are steady (measured at the cpu preset:
+        TorchScript runners need 4, eager ones 1-2)."""
+        return 4 if self.compiled else 2
 
 
 class UnknownRunnerError(ValueError):
@@ -287,52 +296,52 @@ _RUNNERS = [
            context=_no_cudnn, reference=native_lstm_creator, reference_name="cudnn"),
     Runner("jit", "rnns", "lstm", partial(_fn, layer_fn=L.lstm_layer, script=True),
            "TorchScript LSTM, one cell call per step; one layer",
-           reference=native_single_layer_creator, reference_name="cudnn"),
+           reference=native_single_layer_creator, reference_name="cudnn", compiled=True),
     Runner("py", "rnns", "lstm", partial(_fn, layer_fn=L.lstm_layer, script=False),
            "the jit runner's code run eagerly in Python; one layer",
            reference=native_single_layer_creator, reference_name="cudnn"),
     Runner("jit_premul", "rnns", "lstm", partial(_fn, layer_fn=L.lstm_layer_premul, script=True),
            "TorchScript LSTM with the input projection of all steps in one matmul; one layer",
-           reference=native_single_layer_creator, reference_name="cudnn"),
+           reference=native_single_layer_creator, reference_name="cudnn", compiled=True),
     Runner("jit_premul_bias", "rnns", "lstm",
            partial(_fn, layer_fn=L.lstm_layer_premul_bias, script=True),
            "jit_premul with the input bias added once for all steps; one layer",
-           reference=native_single_layer_creator, reference_name="cudnn"),
+           reference=native_single_layer_creator, reference_name="cudnn", compiled=True),
     Runner("jit_simple", "rnns", "lstm",
            partial(_fn, layer_fn=L.lstm_layer_simple, script=True),
            "TorchScript LSTM with flat arguments returning the final state only; one layer",
            reference=native_single_layer_creator, reference_name="cudnn",
-           reference_view=_last_step),
+           reference_view=_last_step, compiled=True),
     Runner("jit_multilayer", "rnns", "lstm", multilayer_lstm_creator,
            "TorchScript stacked LSTM; honours numLayers",
-           reference=native_lstm_creator, reference_name="cudnn"),
+           reference=native_lstm_creator, reference_name="cudnn", compiled=True),
     Runner("jit_layernorm", "rnns", "lstm", layernorm_lstm_creator,
            "TorchScript layer-norm LSTM (nn.LayerNorm); one layer",
            reference=partial(layernorm_lstm_creator, script=False),
-           reference_name="eager layer-norm LSTM"),
+           reference_name="eager layer-norm LSTM", compiled=True),
     Runner("jit_layernorm_decom", "rnns", "lstm", partial(layernorm_lstm_creator, decompose=True),
            "TorchScript layer-norm LSTM with layer norm decomposed into elementary ops",
            reference=partial(layernorm_lstm_creator, script=False),
-           reference_name="eager layer-norm LSTM"),
+           reference_name="eager layer-norm LSTM", compiled=True),
     Runner("jit_dropout", "rnns", "lstm", dropout_lstm_creator,
            "TorchScript stacked LSTM with dropout 0.4 between layers; honours numLayers",
-           reference=native_lstm_creator, reference_name="cudnn"),
+           reference=native_lstm_creator, reference_name="cudnn", compiled=True),
     Runner("vl_cudnn", "rnns", "vl_lstm", varlen_native_creator,
            "native nn.LSTM over a packed batch of variable-length sequences"),
     Runner("vl_jit", "rnns", "vl_lstm", partial(varlen_lstm_creator, script=True),
            "TorchScript LSTM over each variable-length sequence in turn",
-           reference=varlen_native_creator, reference_name="vl_cudnn"),
+           reference=varlen_native_creator, reference_name="vl_cudnn", compiled=True),
     Runner("vl_py", "rnns", "vl_lstm", partial(varlen_lstm_creator, script=False),
            "the vl_jit runner's code run eagerly in Python",
            reference=varlen_native_creator, reference_name="vl_cudnn"),
     Runner("resnet18", "cnns", "resnet", partial(resnet_creator, arch="resnet18", jit=False),
            "ResNet-18, eager"),
     Runner("resnet18_jit", "cnns", "resnet", partial(resnet_creator, arch="resnet18", jit=True),
-           "ResNet-18 traced with torch.jit.trace"),
+           "ResNet-18 traced with torch.jit.trace", compiled=True),
     Runner("resnet50", "cnns", "resnet", partial(resnet_creator, arch="resnet50", jit=False),
            "ResNet-50, eager"),
     Runner("resnet50_jit", "cnns", "resnet", partial(resnet_creator, arch="resnet50", jit=True),
-           "ResNet-50 traced with torch.jit.trace"),
+           "ResNet-50 traced with torch.jit.trace", compiled=True),
 ]
 RUNNERS: dict[str, Runner] = {r.name: r for r in _RUNNERS}
 RNN_RUNNERS = [r.name for r in _RUNNERS if r.family == "rnns" and r.group == "lstm"]

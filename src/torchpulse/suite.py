@@ -31,7 +31,8 @@ def read_clock() -> float:
 
 @functools.cache
 def workload(runner: str, family: str) -> Workload:
-    """The runner built at the preset for this device and warmed up.
+    """The runner built at the preset for this device and warmed up until its step times are
+    steady (``Runner.settle_iterations``, at most the preset's warm-up).
 
     Raises NotImplementedError (asv's "skipped") when this version of torchpulse lacks it.
     """
@@ -39,5 +40,5 @@ def workload(runner: str, family: str) -> Workload:
     if spec is None or spec.family != family:
         raise NotImplementedError(f"runner {runner!r} is not in this version of torchpulse")
     built = Workload(spec, resolve_preset(device=device()), device())
-    built.warm_up()
+    built.warm_up(min(spec.settle_iterations, built.preset.warmup))
     return built
