@@ -36,12 +36,17 @@ class _WorkloadSuite:
         self.workload = _suite.workload(runner, self.family)
         self.clock = _suite.clock()
 
+    # Each process measures one thing and warms up only that, on its first call and outside
+    # the timed region (setup cannot tell which benchmark it is preparing).
     def time_forward(self, runner):
+        _suite.warm_up(self.workload, "forward")
         self.workload.forward(self.clock)
 
     def time_backward(self, runner):
+        _suite.warm_up(self.workload, "step")
         # the forward pass runs too, outside the timed region
         self.workload.step(backward_clock=self.clock)
 
     def peakmem_step(self, runner):
+        # peak RSS of the process: import, build and one step; warm-up would not lower it
         self.workload.step()

@@ -31,14 +31,27 @@ def read_clock() -> float:
 
 @functools.cache
 def workload(runner: str, family: str) -> Workload:
-    """The runner built at the preset for this device and warmed up until its step times are
-    steady (``Runner.settle_iterations``, at most the preset's warm-up).
+    """The runner built at the preset for this device (not yet warmed up).
 
     Raises NotImplementedError (asv's "skipped") when this version of torchpulse lacks it.
     """
     spec = RUNNERS.get(runner)
     if spec is None or spec.family != family:
         raise NotImplementedError(f"runner {runner!r} is not in this version of torchpulse")
-    built = Workload(spec, resolve_preset(device=device()), device())
-    built.warm_up(min(spec.settle_iterations, built.preset.warmup))
-    return built
+    return Workload(spec, resolve_preset(device=device()), device())
+
+
+_warm: set[tuple[int, str]] = set()
+
+
+def warm_up(built: Workload, kind: str) -> None:
+    """Warm ``built`` up once per process for what is measured: "forward" passes or training
+    "step"s, until times are steady (``Runner.settle_iterations``, at most the preset's)."""
+    if kind not in ("forward", "step"):
+        raise ValueError(f"kind must be 'forward' or 'step', not {kind!r}")
+    if (id(built), kind) in _warm:
+        return
+    run = built.forward if kind == "forward" else built.step
+    for _ in range(min(built.runner.settle_iterations, built.preset.warmup)):
+        run()
+    _warm.add((id(built), kind))

@@ -141,7 +141,6 @@ def lstm_multilayer(
     hx, cx = hidden
     hy, cy = hx[0], cx[0]
     inputs = input.unbind(0)
-    outputs: list[Tensor] = []
     for layer in range(hx.size(0)):
         hy = hx[layer]
         cy = cx[layer]
@@ -150,10 +149,13 @@ def lstm_multilayer(
         whh = params[base_idx + 1]
         bih = params[base_idx + 2]
         bhh = params[base_idx + 3]
+        # a fresh list per layer: TorchScript mis-compiles upstream's
+        # `inputs, outputs = outputs, []` swap (a 3-layer run returned 2x the time steps)
+        outputs: list[Tensor] = []
         for seq_idx in range(len(inputs)):
             hy, cy = lstm_cell(inputs[seq_idx], (hy, cy), wih, whh, bih, bhh)
             outputs += [hy]
-        inputs, outputs = outputs, []
+        inputs = outputs
     return torch.stack(inputs), (hy.unsqueeze(0), cy.unsqueeze(0))
 
 
@@ -175,7 +177,7 @@ def varlen_lstm(
         for seq_idx in range(len(inputs)):
             hy, cy = lstm_cell(inputs[seq_idx].unsqueeze(0), (hy, cy), wih, whh, bih, bhh)
             output += [hy]
-        outputs += [torch.stack(output)]
+        outputs += [torch.cat(output)]  # (length, hidden): steps are (1, hidden) each
         hx_outs += [hy.unsqueeze(0)]
         cx_outs += [cy.unsqueeze(0)]
     return outputs, (hx_outs, cx_outs)

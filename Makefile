@@ -1,0 +1,44 @@
+# The README's two commands: `make dashboard` and `make test`. Each creates or reuses .venv.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# commits to benchmark (the last N of this repository) and the size preset to use
+N ?= 3
+PRESET ?= cpu
+ASV := $(BIN)/asv
+STAMP := $(VENV)/.installed
+
+.PHONY: dashboard test venv lint clean
+
+venv: $(STAMP)
+
+# Reinstall when the package metadata changes; torch==2.13.0 is the offline CPU build.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@touch $@
+
+dashboard: $(STAMP)
+	$(ASV) machine --yes >/dev/null
+	@commits=$$(git rev-list --count --first-parent HEAD); \
+	if [ "$$commits" -gt "$(N)" ]; then range="HEAD~$(N)..HEAD"; else range="HEAD"; fi; \
+	echo "== benchmarking $$range (preset $(PRESET), samples recorded)"; \
+	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --skip-existing-successful \
+		--show-stderr "$$range"
+	$(ASV) publish
+	@echo "== site written to html/index.html"
+	@echo "   view it:  $(ASV) preview   (serves html/ over HTTP; file:// does not work)"
+	@if [ "$$(git rev-list --count --first-parent HEAD)" -gt 1 ]; then \
+		echo "== changes between HEAD~1 and HEAD (asv compare, factor 1.05):"; \
+		$(ASV) compare --only-changed --factor 1.05 HEAD~1 HEAD || true; \
+	fi
+
+test: lint
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src benchmarks tests scripts
+
+clean:
+	rm -rf html .asv

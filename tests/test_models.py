@@ -1,0 +1,38 @@
+import pytest
+import torch
+
+from torchpulse.models.resnet import own_resnet18, own_resnet50, resnet_builder
+
+
+def n_params(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize(("build", "count"), [(own_resnet18, 11_689_512),
+                                              (own_resnet50, 25_557_032)])
+def test_own_resnets_have_torchvisions_parameter_counts(build, count):
+    assert n_params(build()) == count
+
+
+def test_own_resnet_runs_on_small_images():
+    model = own_resnet18(num_classes=10).eval()
+    with torch.no_grad():
+        out = model(torch.randn(2, 3, 32, 32))
+    assert out.shape == (2, 10)
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("name", ["resnet18", "resnet50"])
+def test_builder_falls_back_to_the_own_definition(name):
+    build, source = resnet_builder(name)
+    assert source in ("torchvision", "torchpulse")
+    if source == "torchpulse":
+        assert build.__name__ == f"own_{name}"
+
+
+def test_builder_uses_own_definition_when_torchvision_fails(monkeypatch):
+    from torchpulse.models import resnet
+
+    monkeypatch.setattr(resnet, "_torchvision_models", lambda: None)
+    build, source = resnet.resnet_builder("resnet50")
+    assert source == "torchpulse" and build is own_resnet50

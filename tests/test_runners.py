@@ -1,0 +1,99 @@
+import pytest
+import torch
+
+from torchpulse.presets import PRESETS
+from torchpulse.runners import (
+    CNN_RUNNERS,
+    RNN_RUNNERS,
+    RUNNERS,
+    VL_RUNNERS,
+    UnknownRunnerError,
+    build_workload,
+    get_runners,
+)
+from torchpulse.timing import RegionClock
+
+UPSTREAM_RUNNERS = {
+    "cudnn", "cudnn_dropout", "cudnn_layernorm", "aten", "jit", "py", "jit_premul",
+    "jit_premul_bias", "jit_simple", "jit_multilayer", "jit_layernorm", "jit_layernorm_decom",
+    "jit_dropout", "vl_cudnn", "vl_jit", "vl_py", "resnet18", "resnet18_jit", "resnet50",
+    "resnet50_jit",
+}
+SMOKE = PRESETS["smoke"]
+
+
+def test_registry_has_exactly_the_upstream_runners():
+    assert set(RUNNERS) == UPSTREAM_RUNNERS
+    assert set(RNN_RUNNERS) | set(VL_RUNNERS) | set(CNN_RUNNERS) == UPSTREAM_RUNNERS
+    assert set(VL_RUNNERS) == {"vl_cudnn", "vl_jit", "vl_py"}
+    assert {RUNNERS[n].group for n in CNN_RUNNERS} == {"resnet"}
+
+
+def test_aten_says_it_is_the_cudnn_kernel_on_cpu():
+    assert "on CPU the same kernel" in RUNNERS["aten"].description
+
+
+def test_unknown_runner_lists_the_valid_ones():
+    with pytest.raises(UnknownRunnerError, match="'nope'.*valid runners: cudnn"):
+        get_runners(["cudnn", "nope"])
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_RUNNERS))
+def test_every_runner_steps_and_fills_every_gradient(name):
+    workload = build_workload(name, SMOKE, "cpu")
+    forward, backward = RegionClock(), RegionClock()
+    workload.step(forward, backward)
+    assert forward() > 0 and backward() > 0
+    for param in workload.model.params:
+        # step() zeroes gradients after checking they exist
+        assert param.grad is not None and not param.grad.any()
+    # a forward pass alone is timed on its own clock
+    alone = RegionClock()
+    workload.forward(alone)
+    assert alone() > 0
+
+
+def test_inputs_are_identical_across_builds():
+    """Fixed seeds: the same runner built twice sees the same weights and inputs."""
+    a = build_workload("jit", SMOKE, "cpu").model
+    b = build_workload("jit", SMOKE, "cpu").model
+    assert torch.equal(a.inputs[0], b.inputs[0])
+    assert all(torch.equal(p, q) for p, q in zip(a.params, b.params, strict=True))
+
+
+def test_multilayer_runners_honour_num_layers():
+    preset = SMOKE.replace(num_layers=3)
+    for name, per_layer in [("jit_multilayer", 4), ("cudnn", 4), ("jit_dropout", 4)]:
+        model = build_workload(name, preset, "cpu").model
+        assert len(model.params) == 3 * per_layer, name
+
+
+def test_single_layer_runners_say_so():
+    for name in ["jit", "py", "jit_premul", "jit_premul_bias", "jit_simple"]:
+        assert "one layer" in RUNNERS[name].description
+
+
+def test_varlen_lengths_follow_the_preset():
+    model = build_workload("vl_py", PRESETS["cpu"].replace(mini_batch=64), "cpu").model
+    lengths = [s.shape[0] for s in model.inputs[0]]
+    low, high = PRESETS["cpu"].varlen_bounds
+    assert len(lengths) == 64
+    assert min(lengths) >= low and max(lengths) < high
+
+
+def test_resnet_input_follows_the_preset():
+    model = build_workload("resnet18", SMOKE, "cpu").model
+    assert tuple(model.inputs[0].shape) == (SMOKE.image_batch, 3, SMOKE.image_size,
+                                             SMOKE.image_size)
+
+
+def test_compiled_runners_settle_later():
+    assert RUNNERS["jit"].settle_iterations > RUNNERS["py"].settle_iterations
+    assert all(RUNNERS[n].compiled for n in RUNNERS if "jit" in n)
+    assert not any(RUNNERS[n].compiled for n in RUNNERS if "jit" not in n)
+
+
+def test_forward_output_is_finite():
+    model = build_workload("cudnn_layernorm", SMOKE, "cpu").model
+    out, (hy, cy) = model.forward(*model.inputs)
+    assert all(torch.isfinite(t).all() for t in (out, hy, cy))

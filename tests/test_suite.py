@@ -1,0 +1,95 @@
+"""The asv glue: benchmarks/ classes over torchpulse.suite."""
+
+import importlib
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchpulse import suite
+from torchpulse.runners import CNN_RUNNERS, RNN_RUNNERS, VL_RUNNERS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(ROOT))
+    try:
+        yield {name: importlib.import_module(f"benchmarks.{name}")
+               for name in ("bench_rnns", "bench_cnns")}
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+@pytest.fixture
+def smoke(monkeypatch):
+    monkeypatch.setenv("TORCHPULSE_PRESET", "smoke")
+    suite.workload.cache_clear()
+    yield
+    suite.workload.cache_clear()
+
+
+def test_suites_cover_every_runner_with_explicit_versions(bench):
+    classes = [bench["bench_rnns"].LSTM, bench["bench_rnns"].VariableLengthLSTM,
+               bench["bench_cnns"].ResNet]
+    assert classes[0].params == [RNN_RUNNERS]
+    assert classes[1].params == [VL_RUNNERS]
+    assert classes[2].params == [CNN_RUNNERS]
+    for cls in classes:
+        assert "version" in vars(cls), f"{cls.__name__} needs its own explicit version"
+        assert {"time_forward", "time_backward", "peakmem_step"} <= set(dir(cls))
+
+
+def test_unknown_or_foreign_runner_is_skipped_not_failed(smoke):
+    with pytest.raises(NotImplementedError):
+        suite.workload("gru", "rnns")
+    with pytest.raises(NotImplementedError):
+        suite.workload("resnet18", "rnns")
+
+
+def test_benchmark_flow_as_asv_runs_it(bench, smoke):
+    """setup before every sample (asv#966) is a cache hit; the timer sees only the region."""
+    lstm = bench["bench_rnns"].LSTM()
+    lstm.setup("jit")
+    built = lstm.workload
+    lstm.setup("jit")
+    assert lstm.workload is built
+    timer = bench["bench_rnns"].LSTM.timer
+    t0 = timer()
+    lstm.time_backward("jit")
+    t1 = timer()
+    lstm.time_forward("jit")
+    t2 = timer()
+    assert t1 > t0 and t2 > t1
+    assert (id(built), "step") in suite._warm and (id(built), "forward") in suite._warm
+
+
+def test_warm_up_runs_settle_iterations_once(smoke, monkeypatch):
+    built = suite.workload("py", "rnns")
+    calls = []
+    monkeypatch.setattr(built, "forward", lambda *a: calls.append("f"))
+    suite.warm_up(built, "forward")
+    suite.warm_up(built, "forward")
+    assert calls == ["f"] * built.runner.settle_iterations
+    with pytest.raises(ValueError):
+        suite.warm_up(built, "sideways")
+
+
+def test_asv_conf_is_what_the_design_requires():
+    from asv import util
+
+    conf = util.load_json(str(ROOT / "asv.conf.json"), js_comments=True)
+    assert conf["repo"] == "." and conf["branches"] == ["main"]
+    assert conf["environment_type"] == "virtualenv"
+    assert conf["matrix"]["req"]["torch"] == "2.13.0"
+    assert all(re.fullmatch(r"\d+(\.\d+)*", v) for v in conf["matrix"]["req"].values())
+    assert "--no-deps" in conf["build_command"][0] and "--no-build-isolation" in \
+        conf["build_command"][0]
+    assert "--no-deps" in conf["install_command"][0]
+    assert (conf["results_dir"], conf["html_dir"], conf["benchmark_dir"]) == (
+        "results", "html", "benchmarks")
+    assert conf["launch_method"] == "forkserver"
+    json.dumps(conf)
