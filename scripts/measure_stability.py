@@ -34,8 +34,8 @@ def main() -> int:
     machine = Machine.load(interactive=False).machine
     values = []
     for i in range(args.runs):
-        subprocess.run([*asv, "run", "--record-samples", "--quiet", "--bench",
-                        f"^{args.bench}$", f"{sha}^!"], check=True)
+        subprocess.run([*asv, "run", "--record-samples", "--bench", f"^{args.bench}$",
+                        f"{sha}^!"], check=True, stdout=subprocess.DEVNULL)
         [result] = iter_results_for_machine_and_hash(Path(conf.results_dir), machine, sha)
         value = result.get_result_value(args.bench, [repr(args.param)])[0]
         values.append(value)
