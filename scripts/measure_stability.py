@@ -4,11 +4,13 @@
     TORCHPULSE_PRESET=cpu .venv/bin/python scripts/measure_stability.py \
         --bench bench_rnns.LSTM.time_forward --param cudnn --runs 10
 
-Each run is a full `asv run --record-samples COMMIT^!` of the benchmark (all its parameters:
-asv cannot select one), so every run pays its own processes, builds and warm-ups.
+Each run is a separate `asv run --record-samples COMMIT^!` selecting that one parameter
+(asv matches --bench against "name(param)"), so every run has its own process, build and
+warm-up: the spread is between runs, which is what a commit-to-commit comparison sees.
 """
 
 import argparse
+import re
 import statistics
 import subprocess
 import sys
@@ -34,8 +36,9 @@ def main() -> int:
     machine = Machine.load(interactive=False).machine
     values = []
     for i in range(args.runs):
-        subprocess.run([*asv, "run", "--record-samples", "--bench", f"^{args.bench}$",
-                        f"{sha}^!"], check=True, stdout=subprocess.DEVNULL)
+        selector = f"^{re.escape(args.bench)}\\({re.escape(repr(args.param))}\\)$"
+        subprocess.run([*asv, "run", "--record-samples", "--bench", selector, f"{sha}^!"],
+                       check=True, stdout=subprocess.DEVNULL)
         [result] = iter_results_for_machine_and_hash(Path(conf.results_dir), machine, sha)
         value = result.get_result_value(args.bench, [repr(args.param)])[0]
         values.append(value)
