@@ -40,7 +40,7 @@ def main() -> int:
         subprocess.run([*asv, "run", "--record-samples", "--bench", selector, f"{sha}^!"],
                        check=True, stdout=subprocess.DEVNULL)
         [result] = iter_results_for_machine_and_hash(Path(conf.results_dir), machine, sha)
-        value = result.get_result_value(args.bench, [repr(args.param)])[0]
+        [value] = result.get_result_value(args.bench, [[repr(args.param)]])
         values.append(value)
         print(f"run {i + 1:2d}: {value * 1e3:.3f} ms", flush=True)
     mean = statistics.fmean(values)
