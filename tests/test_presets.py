@@ -38,6 +38,11 @@ def test_varlen_bounds_are_a_nonempty_range(name):
     assert 1 <= low < high
 
 
+def test_cpu_presets_run_single_threaded_cuda_keeps_the_default():
+    assert PRESETS["cpu"].num_threads == 1 and PRESETS["smoke"].num_threads == 1
+    assert PRESETS["cuda"].num_threads is None
+
+
 def test_cpu_preset_shrinks_the_varlen_range():
     low, high = PRESETS["cpu"].varlen_bounds
     assert (low, high) == (8, 25)

@@ -97,3 +97,27 @@ def test_forward_output_is_finite():
     model = build_workload("cudnn_layernorm", SMOKE, "cpu").model
     out, (hy, cy) = model.forward(*model.inputs)
     assert all(torch.isfinite(t).all() for t in (out, hy, cy))
+
+
+def test_measure_times_forward_and_backward_per_iteration(monkeypatch):
+    workload = build_workload("py", SMOKE, "cpu")
+    steps = []
+    real_step = workload.step
+    monkeypatch.setattr(workload, "step", lambda *clocks: steps.append(real_step(*clocks)))
+    forward, backward = workload.measure(nloops=3, warmup=2)
+    assert len(steps) == 5  # 2 warm-up + 3 timed
+    assert len(forward.samples) == len(backward.samples) == 3
+    assert all(s > 0 for s in forward.samples + backward.samples)
+    assert len(build_workload("cudnn", SMOKE, "cpu").measure()[0].samples) == SMOKE.nloops
+
+
+def test_workload_applies_the_presets_thread_count():
+    before = torch.get_num_threads()
+    try:
+        build_workload("py", SMOKE.replace(num_threads=1), "cpu")
+        assert torch.get_num_threads() == 1
+        torch.set_num_threads(2)
+        build_workload("py", SMOKE.replace(num_threads=None), "cpu")
+        assert torch.get_num_threads() == 2  # None leaves torch's setting alone
+    finally:
+        torch.set_num_threads(before)

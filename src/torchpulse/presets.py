@@ -30,6 +30,11 @@ class Preset:
     nloops: int
     # scale of the variable-length runners' length range; upstream draws lengths in [30, 100)
     varlen_scale: float = 1.0
+    # intra-op threads (None: torch's default, one per core). One thread on the shared 2-core
+    # CPU machines: with two, vl_py's backward ran at ~135 or ~325 ms depending on the process
+    # (CV 49% over 5 asv runs), with one it stays at 115-130 ms. torch.utils.benchmark.Timer
+    # defaults to one thread for the same reason.
+    num_threads: int | None = None
     seed: int = DEFAULT_SEED
 
     @property
@@ -51,11 +56,13 @@ PRESETS: dict[str, Preset] = {
     ),
     "cpu": Preset(
         name="cpu", seq_length=50, num_layers=1, input_size=256, hidden_size=256,
-        mini_batch=32, image_batch=2, image_size=96, warmup=5, nloops=20, varlen_scale=0.25,
+        mini_batch=16, image_batch=1, image_size=96, warmup=5, nloops=20, varlen_scale=0.25,
+        num_threads=1,
     ),
     "smoke": Preset(
         name="smoke", seq_length=5, num_layers=1, input_size=8, hidden_size=8,
         mini_batch=3, image_batch=2, image_size=32, warmup=5, nloops=2, varlen_scale=0.05,
+        num_threads=1,
     ),
 }
 

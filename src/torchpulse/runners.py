@@ -20,7 +20,12 @@ from torch import Tensor, nn
 from torchpulse.models import lstm as L
 from torchpulse.models.resnet import resnet_builder
 from torchpulse.presets import Preset
-from torchpulse.timing import RegionClock, collect_garbage, freeze_long_lived_objects
+from torchpulse.timing import (
+    Measurement,
+    RegionClock,
+    collect_garbage,
+    freeze_long_lived_objects,
+)
 
 
 @dataclass
@@ -154,12 +159,15 @@ def layernorm_native_lstm_creator(p: Preset, device: str) -> ModelDef:
     )
 
 
-def functional_lstm_creator(p: Preset, device: str, layer_fn: Any, script: bool) -> ModelDef:
-    """One layer through one of the functional sequence functions of models.lstm."""
+def functional_lstm_creator(
+    p: Preset, device: str, layer_fn: Any, script: bool, flat_state: bool = False
+) -> ModelDef:
+    """One layer through one of the functional sequence functions of models.lstm;
+    ``flat_state`` passes h and c as separate arguments (lstm_layer_simple)."""
     x, (hx, cx), module = _native_lstm(p, device, 1)
     weights = [w.detach().requires_grad_() for w in module.all_weights[0]]
     forward = _script(layer_fn) if script else layer_fn
-    if layer_fn is L.lstm_layer_simple:
+    if flat_state:
         inputs: list[Any] = [x, hx[0], cx[0], *weights]
     else:
         inputs = [x, (hx, cx), *weights]
@@ -184,7 +192,7 @@ def _stacked_lstm_creator(
     dropout: float, script: bool,
 ) -> ModelDef:
     x, (hx, cx), module = _native_lstm(p, device, num_layers)
-    cells = [LayerCell(make_cell(list(w))) for w in module.all_weights]
+    cells = [L.LSTMLayer(make_cell(list(w))) for w in module.all_weights]
     model = L.StackedLSTM(cells, dropout=dropout).to(device)
     forward = _script(model) if script else model
     states = [(hx[i], cx[i]) for i in range(num_layers)]
@@ -192,10 +200,6 @@ def _stacked_lstm_creator(
         inputs=[x, states], params=list(forward.parameters()), forward=forward,
         backward_setup=lstm_backward_setup, backward=simple_backward, modules=(forward,),
     )
-
-
-def LayerCell(cell: nn.Module) -> nn.Module:  # noqa: N802 (reads as a constructor)
-    return L.LSTMLayer(cell)
 
 
 def layernorm_lstm_creator(
@@ -308,7 +312,7 @@ _RUNNERS = [
            "jit_premul with the input bias added once for all steps; one layer",
            reference=native_single_layer_creator, reference_name="cudnn", compiled=True),
     Runner("jit_simple", "rnns", "lstm",
-           partial(_fn, layer_fn=L.lstm_layer_simple, script=True),
+           partial(_fn, layer_fn=L.lstm_layer_simple, script=True, flat_state=True),
            "TorchScript LSTM with flat arguments returning the final state only; one layer",
            reference=native_single_layer_creator, reference_name="cudnn",
            reference_view=_last_step, compiled=True),
@@ -382,6 +386,8 @@ class Workload:
         self.runner = runner
         self.preset = preset
         self.device = device
+        if preset.num_threads is not None:
+            torch.set_num_threads(preset.num_threads)  # process-wide, before anything runs
         self.model = runner.creator(preset, device)
         freeze_long_lived_objects()
 
@@ -417,6 +423,21 @@ class Workload:
     def warm_up(self, iterations: int | None = None) -> None:
         for _ in range(self.preset.warmup if iterations is None else iterations):
             self.step()
+
+    def measure(
+        self, nloops: int | None = None, warmup: int | None = None
+    ) -> tuple[Measurement, Measurement]:
+        """Upstream's trainbench: warm-up steps, then ``nloops`` steps with forward and
+        backward each timed per iteration (seconds; synchronized per region on CUDA)."""
+        self.warm_up(warmup)
+        forward_clock, backward_clock = RegionClock(self.device), RegionClock(self.device)
+        forward, backward = [], []
+        for _ in range(self.preset.nloops if nloops is None else nloops):
+            f0, b0 = forward_clock(), backward_clock()
+            self.step(forward_clock, backward_clock)
+            forward.append(forward_clock() - f0)
+            backward.append(backward_clock() - b0)
+        return Measurement.of(forward), Measurement.of(backward)
 
 
 def build_workload(name: str, preset: Preset, device: str) -> Workload:
