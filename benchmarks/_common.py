@@ -15,6 +15,10 @@ except ImportError as _exc:  # an old commit's package
     _suite_error = str(_exc)
 
 
+# torchpulse.suite.API_VERSION these suites need (older packages: benchmarks skipped)
+_REQUIRED_API = 1
+
+
 def _read_region_clock() -> float:
     return _suite.read_clock()
 
@@ -33,6 +37,8 @@ class _WorkloadSuite:
     def setup(self, runner):
         if _suite is None:
             raise NotImplementedError(f"torchpulse.suite missing: {_suite_error}")
+        if getattr(_suite, "API_VERSION", 0) < _REQUIRED_API:
+            raise NotImplementedError("this commit's torchpulse.suite predates these suites")
         self.workload = _suite.workload(runner, self.family)
         self.clock = _suite.clock()
 

@@ -50,6 +50,12 @@ def test_unknown_or_foreign_runner_is_skipped_not_failed(smoke):
         suite.workload("resnet18", "rnns")
 
 
+def test_package_with_an_older_suite_api_is_skipped(bench, smoke, monkeypatch):
+    monkeypatch.delattr(suite, "API_VERSION")
+    with pytest.raises(NotImplementedError, match="predates"):
+        bench["bench_cnns"].ResNet().setup("resnet18")
+
+
 def test_benchmark_flow_as_asv_runs_it(bench, smoke):
     """setup before every sample (asv#966) is a cache hit; the timer sees only the region."""
     lstm = bench["bench_rnns"].LSTM()
