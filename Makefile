@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 dashboard: $(STAMP)
 	$(ASV) machine --yes >/dev/null
 	@commits=$$(git rev-list --count --first-parent HEAD); \
-	if [ "$$commits" -gt "$(N)" ]; then range="HEAD~$(N)..HEAD"; else range="HEAD"; fi; \
+	if [ "$$commits" -gt "$(N)" ]; then range="HEAD~$(N)..HEAD"; else range="ALL"; fi; \
 	echo "== benchmarking $$range (preset $(PRESET), samples recorded)"; \
 	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --skip-existing-successful \
 		--show-stderr "$$range"

@@ -4,6 +4,11 @@ Each checked runner and its reference are built from the same seed (hence the sa
 and inputs); the tensor each one's backward runs on and every parameter gradient, for one
 shared output gradient, must agree within a tolerance (upstream fastrnns uses 1e-3).
 Dropout is switched off (eval mode) for the comparison.
+
+Differences are max|a - b| / max(1, max|reference|): upstream's absolute difference for
+values up to 1, relative beyond. float32 rounding is relative, and gradients summed over
+many steps reach ~1000 at the cpu preset (the decomposed layer norm then differs by 0.015
+absolute, 1.7e-5 relative).
 """
 
 from __future__ import annotations
@@ -61,8 +66,12 @@ def _backward_tensor(
     return tensor
 
 
-def _max_abs_diff(a: Tensor, b: Tensor) -> float:
-    return float((a.detach() - b.detach()).abs().max().item()) if a.numel() else 0.0
+def _scaled_diff(a: Tensor, b: Tensor) -> float:
+    """max|a - b| / max(1, max|b|), with b the reference."""
+    if not a.numel():
+        return 0.0
+    a, b = a.detach(), b.detach()
+    return float((a - b).abs().max().item()) / max(1.0, float(b.abs().max().item()))
 
 
 def check_runner(
@@ -96,8 +105,8 @@ def check_runner(
             return failed(f"parameter {i} got no gradient")
         if p.shape != q.shape:
             return failed(f"parameter {i} shape {tuple(p.shape)} != {tuple(q.shape)}")
-        grad_diff = max(grad_diff, _max_abs_diff(p.grad, q.grad))
-    return CheckResult(runner.name, runner.reference_name, _max_abs_diff(out, ref_out),
+        grad_diff = max(grad_diff, _scaled_diff(p.grad, q.grad))
+    return CheckResult(runner.name, runner.reference_name, _scaled_diff(out, ref_out),
                        grad_diff, tolerance)
 
 
@@ -114,7 +123,7 @@ def run_checks(
                               tolerance, f"{type(exc).__name__}: {exc}")
 
 
-TABLE_HEADER = ("runner", "reference", "max|d output|", "max|d grad|", "status")
+TABLE_HEADER = ("runner", "reference", "output diff", "grad diff", "status")
 
 
 def format_row(result: CheckResult) -> str:

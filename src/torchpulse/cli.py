@@ -51,7 +51,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     if not args.tolerance > 0:
         raise UsageError("--tolerance must be positive")
-    print(f"# preset {preset.name} on {device}, tolerance {args.tolerance:g}", flush=True)
+    print(f"# preset {preset.name} on {device}, tolerance {args.tolerance:g} on "
+          "max|difference| / max(1, max|reference|)", flush=True)
     print(check.format_header(), flush=True)
     failures = 0
     for result in check.run_checks(runners, preset, device, args.tolerance):
@@ -89,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--rnns", nargs="+", metavar="NAME",
                        help="runners to check (default: all checkable)")
     check.add_argument("--tolerance", type=float, default=1e-3,
-                       help="max absolute difference allowed (default: 1e-3, as upstream)")
+                       help="largest max|difference| / max(1, max|reference|) allowed "
+                       "(default: 1e-3, upstream's absolute threshold)")
     check.set_defaults(func=cmd_check)
 
     runners = sub.add_parser("runners", help="list the workload runners",
