@@ -11,34 +11,36 @@ import torch
 from torch import Tensor, nn
 
 
+def gates_to_state(gates: Tensor, cx: Tensor) -> tuple[Tensor, Tensor]:
+    """The LSTM nonlinearity shared by every cell: gate pre-activations to (h, c).
+
+    TorchScript inlines this call, so the scripted cells compile to the same graph as
+    upstream's, which repeats these lines in each cell.
+    """
+    ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
+    ingate = ingate.sigmoid()
+    forgetgate = forgetgate.sigmoid()
+    cellgate = cellgate.tanh()
+    outgate = outgate.sigmoid()
+    cy = (forgetgate * cx) + (ingate * cellgate)
+    hy = outgate * cy.tanh()
+    return hy, cy
+
+
 def lstm_cell(
     input: Tensor, hidden: tuple[Tensor, Tensor], w_ih: Tensor, w_hh: Tensor, b_ih: Tensor,
     b_hh: Tensor,
 ) -> tuple[Tensor, Tensor]:
     hx, cx = hidden
     gates = torch.mm(input, w_ih.t()) + torch.mm(hx, w_hh.t()) + b_ih + b_hh
-    ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
-    ingate = ingate.sigmoid()
-    forgetgate = forgetgate.sigmoid()
-    cellgate = cellgate.tanh()
-    outgate = outgate.sigmoid()
-    cy = (forgetgate * cx) + (ingate * cellgate)
-    hy = outgate * cy.tanh()
-    return hy, cy
+    return gates_to_state(gates, cx)
 
 
 def flat_lstm_cell(
     input: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor, b_hh: Tensor
 ) -> tuple[Tensor, Tensor]:
     gates = torch.mm(input, w_ih.t()) + torch.mm(hx, w_hh.t()) + b_ih + b_hh
-    ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
-    ingate = ingate.sigmoid()
-    forgetgate = forgetgate.sigmoid()
-    cellgate = cellgate.tanh()
-    outgate = outgate.sigmoid()
-    cy = (forgetgate * cx) + (ingate * cellgate)
-    hy = outgate * cy.tanh()
-    return hy, cy
+    return gates_to_state(gates, cx)
 
 
 def premul_lstm_cell(
@@ -46,14 +48,7 @@ def premul_lstm_cell(
 ) -> tuple[Tensor, Tensor]:
     hx, cx = hidden
     gates = igates + torch.mm(hx, w_hh.t()) + b_ih + b_hh
-    ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
-    ingate = ingate.sigmoid()
-    forgetgate = forgetgate.sigmoid()
-    cellgate = cellgate.tanh()
-    outgate = outgate.sigmoid()
-    cy = (forgetgate * cx) + (ingate * cellgate)
-    hy = outgate * cy.tanh()
-    return hy, cy
+    return gates_to_state(gates, cx)
 
 
 def premul_lstm_cell_no_bias(
@@ -61,14 +56,7 @@ def premul_lstm_cell_no_bias(
 ) -> tuple[Tensor, Tensor]:
     hx, cx = hidden
     gates = igates + torch.mm(hx, w_hh.t()) + b_hh
-    ingate, forgetgate, cellgate, outgate = gates.chunk(4, 1)
-    ingate = ingate.sigmoid()
-    forgetgate = forgetgate.sigmoid()
-    cellgate = cellgate.tanh()
-    outgate = outgate.sigmoid()
-    cy = (forgetgate * cx) + (ingate * cellgate)
-    hy = outgate * cy.tanh()
-    return hy, cy
+    return gates_to_state(gates, cx)
 
 
 def lstm_layer(
