@@ -87,6 +87,8 @@ def test_cli_check_exits_1_on_mismatch(capsys):
     (["check", "--rnns", "cudnn"], "cudnn is a reference"),
     (["check", "--preset", "huge"], "unknown preset 'huge'"),
     (["check", "--tolerance", "0"], "--tolerance must be positive"),
+    (["check", "--device", "tpu"], "unsupported device 'tpu'"),
+    (["check", "--device", "meta"], "unsupported device 'meta'"),
 ])
 def test_cli_check_bad_input_exits_2_with_one_line(capsys, argv, message):
     assert main(argv) == 2

@@ -25,10 +25,14 @@ def _device(name: str | None) -> str:
     from torchpulse.presets import default_device
 
     device = name or default_device()
-    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda asked for, but CUDA is not available here")
-    if torch.device(device).type not in ("cpu", "cuda"):
+    try:
+        kind = torch.device(device).type
+    except RuntimeError:  # torch rejects unknown device strings with RuntimeError
+        kind = None
+    if kind not in ("cpu", "cuda"):
         raise UsageError(f"unsupported device {device!r}; use cpu or cuda")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda asked for, but CUDA is not available here")
     return device
 
 
