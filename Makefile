@@ -7,6 +7,8 @@ N ?= 3
 PRESET ?= cpu
 ASV := $(BIN)/asv
 STAMP := $(VENV)/.installed
+# first-parent commits on HEAD (recursively expanded: read when a recipe runs)
+COMMITS = $(shell git rev-list --count --first-parent HEAD)
 
 .PHONY: dashboard test venv lint clean
 
@@ -21,15 +23,14 @@ $(STAMP): pyproject.toml
 
 dashboard: $(STAMP)
 	$(ASV) machine --yes >/dev/null
-	@commits=$$(git rev-list --count --first-parent HEAD); \
-	if [ "$$commits" -gt "$(N)" ]; then range="HEAD~$(N)..HEAD"; else range="ALL"; fi; \
+	@if [ "$(COMMITS)" -gt "$(N)" ]; then range="HEAD~$(N)..HEAD"; else range="ALL"; fi; \
 	echo "== benchmarking $$range (preset $(PRESET), samples recorded)"; \
 	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --skip-existing-successful \
 		--show-stderr "$$range"
 	$(ASV) publish
 	@echo "== site written to html/index.html"
 	@echo "   view it:  $(ASV) preview   (serves html/ over HTTP; file:// does not work)"
-	@if [ "$$(git rev-list --count --first-parent HEAD)" -gt 1 ]; then \
+	@if [ "$(COMMITS)" -gt 1 ]; then \
 		echo "== changes between HEAD~1 and HEAD (asv compare, factor 1.05):"; \
 		$(ASV) compare --only-changed --factor 1.05 HEAD~1 HEAD \
 			|| echo "   (nothing to compare: HEAD~1 has no results on this machine)"; \

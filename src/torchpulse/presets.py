@@ -31,9 +31,9 @@ class Preset:
     # scale of the variable-length runners' length range; upstream draws lengths in [30, 100)
     varlen_scale: float = 1.0
     # intra-op threads (None: torch's default, one per core). One thread on the shared 2-core
-    # CPU machines: with two, vl_py's backward ran at ~135 or ~325 ms depending on the process
-    # (CV 49% over 5 asv runs), with one it stays at 115-130 ms. torch.utils.benchmark.Timer
-    # defaults to one thread for the same reason.
+    # CPU machines: with two, vl_py's backward (at LSTM batch 32) ran at ~135 or ~325 ms
+    # depending on the process (CV 49% over 5 asv runs); with one it stayed at 115-130 ms.
+    # torch.utils.benchmark.Timer defaults to one thread for the same reason.
     num_threads: int | None = None
     seed: int = DEFAULT_SEED
 

@@ -58,7 +58,6 @@ class Runner:
     # maps the reference's backward tensor onto this runner's (e.g. last time step only)
     reference_view: Callable[[Tensor], Tensor] = field(default=lambda t: t)
 
-
     @property
     def settle_iterations(self) -> int:
         """Training steps after which step times are steady (measured at the cpu preset:
