@@ -121,3 +121,21 @@ def test_workload_applies_the_presets_thread_count():
         assert torch.get_num_threads() == 2  # None leaves torch's setting alone
     finally:
         torch.set_num_threads(before)
+
+
+def test_single_passes_for_whole_call_harnesses_leave_fresh_gradients():
+    workload = build_workload("py", PRESETS["smoke"], "cpu")
+    workload.prepare_forward()
+    workload.forward_pass()
+    grads = []
+    for _ in range(2):
+        torch.manual_seed(0)  # backward_setup draws a random output gradient
+        args, kwargs = workload.prepare_backward()
+        assert kwargs == {}
+        workload.backward_pass(*args)
+        grads.append([p.grad.clone() for p in workload.model.params])
+    # the second backward starts from zeroed gradients: the same values, not twice them
+    for first, second in zip(*grads):
+        assert torch.equal(first, second) and first.abs().sum() > 0
+    workload.close()
+    assert not hasattr(workload, "model")

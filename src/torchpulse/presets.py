@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 PRESET_ENV = "TORCHPULSE_PRESET"
+DEVICE_ENV = "TORCHPULSE_DEVICE"
 DEFAULT_SEED = 1234
 
 
@@ -72,9 +73,10 @@ class UnknownPresetError(ValueError):
 
 
 def default_device() -> str:
+    """$TORCHPULSE_DEVICE when set (e.g. cpu on a GPU machine), else cuda when available."""
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return os.environ.get(DEVICE_ENV) or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def resolve_preset(name: str | None = None, device: str | None = None) -> Preset:

@@ -25,6 +25,8 @@ from torchpulse.timing import (
     RegionClock,
     collect_garbage,
     freeze_long_lived_objects,
+    is_cuda,
+    release_long_lived_objects,
 )
 
 
@@ -378,6 +380,10 @@ def _region(clock: RegionClock | None) -> AbstractContextManager[Any]:
     return clock.region() if clock is not None else nullcontext()
 
 
+def _label(name: str, enabled: bool) -> AbstractContextManager[Any]:
+    return torch.autograd.profiler.record_function(name) if enabled else nullcontext()
+
+
 class Workload:
     """A runner built at a preset on a device, ready to be stepped and timed."""
 
@@ -385,6 +391,9 @@ class Workload:
         self.runner = runner
         self.preset = preset
         self.device = device
+        # label the passes "## forward ##" / "## backward ##" for torch.profiler (as upstream);
+        # off by default so timed regions hold nothing but the model
+        self.annotate = False
         if preset.num_threads is not None:
             torch.set_num_threads(preset.num_threads)  # process-wide, before anything runs
         self.model = runner.creator(preset, device)
@@ -407,28 +416,71 @@ class Workload:
         md = self.model
         with self.runner.context():
             collect_garbage()
-            with _region(forward_clock):
+            with _region(forward_clock), _label("## forward ##", self.annotate):
                 output = md.forward(*md.inputs)
             backward_input = md.backward_setup(output)
             collect_garbage()
-            with _region(backward_clock):
+            with _region(backward_clock), _label("## backward ##", self.annotate):
                 md.backward(*backward_input)
+        self._zero_grads()
+
+    def _zero_grads(self, require: bool = True) -> None:
         with torch.no_grad():
-            for param in md.params:
+            for param in self.model.params:
                 if param.grad is None:
-                    raise RuntimeError(f"runner {self.runner.name}: a parameter got no gradient")
+                    if require:
+                        raise RuntimeError(
+                            f"runner {self.runner.name}: a parameter got no gradient")
+                    continue
                 param.grad.zero_()
 
-    def warm_up(self, iterations: int | None = None) -> None:
+    # One pass at a time, for harnesses that time whole calls (pytest-benchmark): each
+    # timed call ends synchronized, each untimed preparation leaves the device idle.
+    # Callers enter ``runner.context()`` around them.
+
+    def synchronize(self) -> None:
+        if is_cuda(self.device):
+            torch.cuda.synchronize(self.device)
+
+    def prepare_forward(self) -> None:
+        collect_garbage()
+        self.synchronize()
+
+    def forward_pass(self) -> None:
+        md = self.model
+        md.forward(*md.inputs)
+        self.synchronize()
+
+    def prepare_backward(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Untimed forward and backward_setup; returns pytest-benchmark's (args, kwargs)
+        for backward_pass. Gradients are zeroed first so they never accumulate."""
+        md = self.model
+        self._zero_grads(require=False)
+        backward_input = md.backward_setup(md.forward(*md.inputs))
+        collect_garbage()
+        self.synchronize()
+        return (backward_input,), {}
+
+    def backward_pass(self, backward_input: tuple[Tensor, Tensor]) -> None:
+        self.model.backward(*backward_input)
+        self.synchronize()
+
+    def warm_up(
+        self, iterations: int | None = None, progress: Callable[[], None] | None = None
+    ) -> None:
         for _ in range(self.preset.warmup if iterations is None else iterations):
             self.step()
+            if progress is not None:
+                progress()
 
     def measure(
-        self, nloops: int | None = None, warmup: int | None = None
+        self, nloops: int | None = None, warmup: int | None = None,
+        progress: Callable[[], None] | None = None,
     ) -> tuple[Measurement, Measurement]:
         """Upstream's trainbench: warm-up steps, then ``nloops`` steps with forward and
-        backward each timed per iteration (seconds; synchronized per region on CUDA)."""
-        self.warm_up(warmup)
+        backward each timed per iteration (seconds; synchronized per region on CUDA).
+        ``progress`` is called after every step, warm-up included."""
+        self.warm_up(warmup, progress)
         forward_clock, backward_clock = RegionClock(self.device), RegionClock(self.device)
         forward, backward = [], []
         for _ in range(self.preset.nloops if nloops is None else nloops):
@@ -436,7 +488,14 @@ class Workload:
             self.step(forward_clock, backward_clock)
             forward.append(forward_clock() - f0)
             backward.append(backward_clock() - b0)
+            if progress is not None:
+                progress()
         return Measurement.of(forward), Measurement.of(backward)
+
+    def close(self) -> None:
+        """Drop the model and return its memory; the process may build another workload."""
+        del self.model
+        release_long_lived_objects()
 
 
 def build_workload(name: str, preset: Preset, device: str) -> Workload:

@@ -97,3 +97,10 @@ def freeze_long_lived_objects() -> None:
     dwarfs small timed regions and the per-commit budget; with it a collection takes µs.
     """
     gc.freeze()
+
+
+def release_long_lived_objects() -> None:
+    """Undo freeze_long_lived_objects() and collect: a finished workload's objects (cycles
+    included) become collectable again before the next workload is built."""
+    gc.unfreeze()
+    gc.collect()
