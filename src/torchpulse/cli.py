@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from torchpulse import __version__
 
@@ -17,6 +18,34 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 class UsageError(Exception):
     """Bad input from the user: reported in one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line (no usage block), exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, got {text!r}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
 def _device(name: str | None) -> str:
@@ -76,8 +105,190 @@ def cmd_runners(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# upstream flag -> Preset field
+_SIZE_FLAGS = {"seqLength": "seq_length", "numLayers": "num_layers", "inputSize": "input_size",
+               "hiddenSize": "hidden_size", "miniBatch": "mini_batch", "seed": "seed"}
+
+
+def _bench_preset(args: argparse.Namespace, device: str):  # -> Preset
+    from torchpulse.presets import resolve_preset
+
+    preset = resolve_preset(args.preset, device)
+    changes = {field: getattr(args, flag) for flag, field in _SIZE_FLAGS.items()
+               if getattr(args, flag, None) is not None}
+    if args.warmup is not None:
+        changes["warmup"] = args.warmup
+    if args.nloops is not None:
+        changes["nloops"] = args.nloops
+    return preset.replace(**changes) if changes else preset
+
+
+def _progress_bar(total: int, desc: str):  # -> tqdm
+    from tqdm import tqdm
+
+    # disable=None: drawn only when stderr is a terminal, so logs and pipes stay clean
+    return tqdm(total=total, desc=desc, unit="step", file=sys.stderr, leave=False,
+                disable=None, dynamic_ncols=True)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+
+    from torchpulse import bench
+    from torchpulse.fuser import FuserError, jit_settings
+
+    device = _device(args.device)
+    preset = _bench_preset(args, device)
+    try:
+        runners = bench.select_runners(args.rnns, args.cnns, args.group, args.variable_lstms)
+    except bench.SelectionError as exc:
+        raise UsageError(str(exc)) from None
+    unsettled = [r.name for r in runners if preset.warmup < r.settle_iterations]
+    if unsettled:
+        print(f"torchpulse bench: note: warmup {preset.warmup} is too short for "
+              f"{', '.join(unsettled)} to settle (measured: 4 iterations for TorchScript, "
+              "2 for eager): their first timed iterations include one-off costs",
+              file=sys.stderr, flush=True)
+    table = args.print_json is None
+    say = (lambda text: print(text, file=sys.stderr, flush=True)) if table else (lambda _: None)
+    outcomes: list[bench.Outcome] = []
+    try:
+        with jit_settings(args.fuser, args.executor, device):
+            say(f"# preset {preset.name} on {device}: seqLength {preset.seq_length}, numLayers "
+                f"{preset.num_layers}, inputSize {preset.input_size}, hiddenSize "
+                f"{preset.hidden_size}, miniBatch {preset.mini_batch}, images "
+                f"{preset.image_batch}x3x{preset.image_size}x{preset.image_size}; fuser "
+                f"{args.fuser}, executor {args.executor}; warmup {preset.warmup}, nloops "
+                f"{preset.nloops}; times in ms per iteration")
+            for group in bench.groups_of(runners):
+                say(f"Benchmarking {bench.GROUP_TITLES[group]}s...")
+                say(bench.table_header(args.sep))
+                for runner in (r for r in runners if r.group == group):
+                    with _progress_bar(preset.warmup + preset.nloops, runner.name) as bar:
+                        outcome = bench.bench_runner(runner, preset, device, preset.nloops,
+                                                     preset.warmup, bar.update)
+                    outcomes.append(outcome)
+                    say(bench.table_row(outcome, args.sep))
+                    if isinstance(outcome, bench.BenchFailure):
+                        print(f"torchpulse bench: error: runner {outcome.runner} failed: "
+                              f"{outcome.error}", file=sys.stderr, flush=True)
+                say("")
+    except FuserError as exc:
+        raise UsageError(str(exc)) from None
+    if args.print_json == "oss":
+        print(bench.format_oss(outcomes, bench.groups_of(runners)), flush=True)
+    elif args.print_json == "pep":
+        print("\n".join(bench.pep_lines(outcomes)), flush=True)
+    failed = [o.runner for o in outcomes if isinstance(o, bench.BenchFailure)]
+    if failed:
+        print(f"torchpulse bench: {len(failed)} of {len(outcomes)} runners failed: "
+              f"{', '.join(failed)}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from torchpulse import bench, profiling
+    from torchpulse.presets import resolve_preset
+
+    device = _device(args.device)
+    preset = resolve_preset(args.preset, device)
+    if args.seed is not None:
+        preset = preset.replace(seed=args.seed)
+    if not args.rnns and not args.cnns:
+        raise UsageError("name the runners to profile with --rnns and/or --cnns")
+    groups = [g for g, names in (("rnns", args.rnns), ("cnns", args.cnns)) if names]
+    try:
+        runners = bench.select_runners(args.rnns, args.cnns, groups)
+    except bench.SelectionError as exc:
+        raise UsageError(str(exc)) from None
+    output = Path(args.output)
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"--output {output} exists and is not a directory")
+    warmup = preset.warmup if args.warmup is None else args.warmup
+    failed = []
+    for runner in runners:
+        print(f"profiling {runner.name}: {warmup} warm-up + {args.nloops} profiled steps "
+              f"(preset {preset.name}, {device})", file=sys.stderr, flush=True)
+        try:
+            files = profiling.profile_runner(runner, preset, device, args.nloops, warmup, output)
+        except Exception as exc:  # name the runner, go on with the others
+            failed.append(runner.name)
+            print(f"torchpulse profile: error: runner {runner.name} failed: "
+                  f"{bench.describe_error(exc)}", file=sys.stderr, flush=True)
+            continue
+        print(f"{runner.name}: {files.trace} ({files.events} events), {files.table}", flush=True)
+    if failed:
+        print(f"torchpulse profile: {len(failed)} of {len(runners)} runners failed: "
+              f"{', '.join(failed)}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
+    from torchpulse.bench import DEFAULT_CNNS, DEFAULT_RNNS, GROUPS
+    from torchpulse.fuser import EXECUTORS, FUSERS
+
+    p = sub.add_parser(
+        "bench", help="time runners as upstream fastrnns bench (table, OSS or PEP JSON)",
+        description="Time forward and backward of the fastrnns runners, as upstream's "
+        "benchmarks/fastrnns/bench.py with the same flags. Sizes default to the preset's; "
+        "every time printed is in milliseconds, on CPU too (upstream printed seconds there).",
+    )
+    p.add_argument("--preset", help="size preset: cuda, cpu or smoke "
+                   "(default: $TORCHPULSE_PRESET, else by device)")
+    for flag in ("seqLength", "numLayers", "inputSize", "hiddenSize", "miniBatch"):
+        p.add_argument(f"--{flag}", type=_positive_int, help="(default: from the preset)")
+    p.add_argument("--seed", type=_non_negative_int, help="input and weight seed "
+                   "(default: the preset's)")
+    p.add_argument("--warmup", type=_non_negative_int,
+                   help="untimed iterations first (default: from the preset)")
+    p.add_argument("--nloops", type=_positive_int,
+                   help="timed iterations (default: from the preset)")
+    p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--variable-lstms", "--variable_lstms", action="store_true",
+                   help="also run vl_cudnn, vl_jit and vl_py (they ignore --seqLength)")
+    p.add_argument("--sep", default=" ", help="table column separator (default: space)")
+    p.add_argument("--print-json", nargs="?", const="oss", choices=("oss", "pep"),
+                   help="print results on stdout instead of the table: oss (one JSON line of "
+                   "means) or pep (one line per iteration); bare --print-json means oss")
+    p.add_argument("--rnns", nargs="*", metavar="NAME",
+                   help=f"LSTM runners (default: {' '.join(DEFAULT_RNNS)})")
+    p.add_argument("--cnns", nargs="*", metavar="NAME",
+                   help=f"ResNet runners (default: {' '.join(DEFAULT_CNNS)})")
+    p.add_argument("--group", nargs="*", choices=GROUPS, default=list(GROUPS),
+                   help="which lists run (default: rnns cnns, as upstream: giving --rnns "
+                   "alone still runs the default ResNets)")
+    p.add_argument("--fuser", choices=FUSERS, default="default",
+                   help="TorchScript fuser (default: torch's own settings, as the asv suites)")
+    p.add_argument("--executor", choices=EXECUTORS, default="default",
+                   help="TorchScript executor; overrides what --fuser chose")
+    p.set_defaults(func=cmd_bench)
+
+
+def _add_profile_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "profile", help="profile runners with torch.profiler (Chrome trace + table)",
+        description="Run each runner's training step under torch.profiler after the usual "
+        "warm-up and write <runner>.trace.json (open in chrome://tracing or Perfetto) and "
+        "<runner>.txt (key averages) into the output directory.",
+    )
+    p.add_argument("--rnns", nargs="+", metavar="NAME", help="LSTM runners to profile")
+    p.add_argument("--cnns", nargs="+", metavar="NAME", help="ResNet runners to profile")
+    p.add_argument("--preset", help="size preset: cuda, cpu or smoke "
+                   "(default: $TORCHPULSE_PRESET, else by device)")
+    p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--nloops", type=_positive_int, default=5,
+                   help="profiled training steps (default: 5)")
+    p.add_argument("--warmup", type=_non_negative_int,
+                   help="unprofiled steps first (default: from the preset)")
+    p.add_argument("--seed", type=_non_negative_int, help="(default: the preset's)")
+    p.add_argument("--output", default="profile", help="directory for the files "
+                   "(default: ./profile)")
+    p.set_defaults(func=cmd_profile)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="torchpulse", description="Performance-regression tracking for PyTorch workloads."
     )
     parser.add_argument("--version", action="version", version=f"torchpulse {__version__}")
@@ -101,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     runners = sub.add_parser("runners", help="list the workload runners",
                              description="List every runner with its group and description.")
     runners.set_defaults(func=cmd_runners)
+    _add_bench_parser(sub)
+    _add_profile_parser(sub)
     return parser
 
 
