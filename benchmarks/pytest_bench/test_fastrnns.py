@@ -1,0 +1,41 @@
+"""pytest-benchmark suite of the fastrnns runners, as upstream's fastrnns/test_bench.py.
+
+    pytest benchmarks/pytest_bench --benchmark-json out.json
+
+Sizes come from $TORCHPULSE_PRESET (else the device's preset), the device from
+$TORCHPULSE_DEVICE (else cuda when available). Each test times whole calls of one pass;
+forward and backward are prepared outside the timed call, and every timed call ends with a
+device synchronize. Import the JSON with ``torchpulse import pytest-benchmark``. This directory
+has no __init__.py, so asv's benchmark discovery does not import it.
+"""
+
+import pytest
+
+from torchpulse.presets import default_device, resolve_preset
+from torchpulse.runners import RUNNERS, build_workload
+
+DEVICE = default_device()
+PRESET = resolve_preset(device=DEVICE)
+
+
+@pytest.fixture(scope="module", params=list(RUNNERS))
+def workload(request):
+    built = build_workload(request.param, PRESET, DEVICE)
+    built.warm_up(max(PRESET.warmup, built.runner.settle_iterations))
+    yield built
+    built.close()
+
+
+def _run(benchmark, workload, target, setup):
+    benchmark.group = "fastrnns"
+    benchmark.extra_info.update(preset=PRESET.name, device=DEVICE, runner=workload.runner.name)
+    with workload.runner.context():
+        benchmark.pedantic(target, setup=setup, rounds=PRESET.nloops, warmup_rounds=1)
+
+
+def test_forward(benchmark, workload):
+    _run(benchmark, workload, workload.forward_pass, workload.prepare_forward)
+
+
+def test_backward(benchmark, workload):
+    _run(benchmark, workload, workload.backward_pass, workload.prepare_backward)
