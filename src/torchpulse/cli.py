@@ -287,6 +287,100 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_profile)
 
 
+def _conf(path: str) -> tuple[Path, dict]:
+    from torchpulse.external import read_conf
+
+    conf_path = Path(path)
+    try:
+        return conf_path, read_conf(conf_path)
+    except FileNotFoundError:
+        raise UsageError(f"{conf_path}: no such asv config (give --config)") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{conf_path}: cannot read asv config ({exc})") from None
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    import json
+
+    from torchpulse import gitrepo, importers, store
+
+    conf_path, conf = _conf(args.config)
+    results_dir = Path(args.results_dir) if args.results_dir else (
+        conf_path.parent / conf.get("results_dir", "results"))
+    if args.unit is not None and args.format not in importers.SCALABLE:
+        raise UsageError(f"--unit applies to oss and pep only; {args.format} files carry "
+                         "their own units")
+    scale = importers.UNITS[args.unit] if args.unit else None
+    try:
+        store.check_name(args.machine, "--machine")
+        store.check_name(args.env_name, "--env-name")
+        machine_info = None
+        if args.machine_info:
+            try:
+                raw = json.loads(Path(args.machine_info).read_text())
+            except (OSError, ValueError) as exc:
+                raise UsageError(f"{args.machine_info}: cannot read machine info ({exc})") \
+                    from None
+            machine_info = store.validate_machine_info(args.machine, raw, args.machine_info)
+        repo = (conf_path.parent / conf.get("repo", ".")).resolve()
+        sha = gitrepo.resolve(repo, args.commit)
+        gitrepo.branch_containing(repo, sha, conf.get("branches") or ["HEAD"])
+        parse = importers.formats()[args.format]
+        records, notes = [], []
+        for name in args.files:
+            path = Path(name)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise UsageError(f"{path}: no such file") from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UsageError(f"{path}: cannot read ({exc})") from None
+            records += parse(path, text, scale, notes)
+        target = store.Target(results_dir, args.machine, sha,
+                              gitrepo.commit_date_ms(repo, sha), args.env_name)
+        summary = store.import_records(target, records, args.replace, machine_info)
+    except (importers.InputError, store.StoreError, gitrepo.GitError) as exc:
+        raise UsageError(str(exc)) from None
+    for note in notes:
+        print(f"torchpulse import: note: {note}", file=sys.stderr)
+    print(f"imported {summary.added + summary.replaced} values ({summary.added} new, "
+          f"{summary.replaced} replaced) of {len(summary.benchmarks)} benchmarks from "
+          f"{len(args.files)} file(s) into {summary.path}")
+    return EXIT_OK
+
+
+def _add_import_parser(sub: argparse._SubParsersAction) -> None:
+    from torchpulse.external import DEFAULT_SOURCE
+    from torchpulse.importers import FORMAT_NAMES
+
+    p = sub.add_parser(
+        "import", help="import results other harnesses printed into the asv results tree",
+        description="Parse FILEs of one FORMAT and merge them, as results of commit REV on "
+        "machine NAME, into the results tree, where asv publish shows them under "
+        "external.*. All-or-nothing: a malformed file or a value already stored (without "
+        "--replace) changes nothing and exits 2.",
+    )
+    p.add_argument("format", choices=FORMAT_NAMES, metavar="FORMAT",
+                   help=f"one of: {', '.join(FORMAT_NAMES)}")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--commit", required=True, metavar="REV",
+                   help="the commit the results belong to (on a branch in asv.conf.json)")
+    p.add_argument("--machine", required=True, metavar="NAME", help="asv machine name")
+    p.add_argument("--config", default="asv.conf.json", help="asv config (default: "
+                   "asv.conf.json): the repository, its branches and the results directory")
+    p.add_argument("--results-dir", help="results tree (default: the config's results_dir)")
+    p.add_argument("--env-name", default=DEFAULT_SOURCE, metavar="NAME",
+                   help=f"results file suffix and graph line (default: {DEFAULT_SOURCE}); "
+                   "use one per kind of run, e.g. inductor-training")
+    p.add_argument("--machine-info", metavar="FILE", help="JSON with asv machine fields "
+                   "(arch, cpu, num_cpu, os, ram) for a new machine")
+    p.add_argument("--unit", choices=("ms", "s"), help="unit of oss/pep values (default: ms; "
+                   "s for files from upstream's CPU path, which prints seconds labelled ms)")
+    p.add_argument("--replace", action="store_true",
+                   help="overwrite values already stored for this commit")
+    p.set_defaults(func=cmd_import)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="torchpulse", description="Performance-regression tracking for PyTorch workloads."
@@ -314,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     runners.set_defaults(func=cmd_runners)
     _add_bench_parser(sub)
     _add_profile_parser(sub)
+    _add_import_parser(sub)
     return parser
 
 

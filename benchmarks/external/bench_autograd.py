@@ -1,0 +1,12 @@
+"""functional_autograd_benchmark results imported from its markdown table."""
+
+from ._stub import ImportedOnly, params_of
+
+
+class FunctionalAutograd(ImportedOnly):
+    version = "1"  # = torchpulse.external.STUBS["autograd"].version
+    param_names = ["model", "task"]
+    params = params_of("autograd")
+
+    def time_task(self, model, task):
+        pass

@@ -1,0 +1,12 @@
+"""pytest-benchmark results imported from --benchmark-json files."""
+
+from ._stub import ImportedOnly, params_of
+
+
+class PytestBenchmark(ImportedOnly):
+    version = "1"  # = torchpulse.external.STUBS["pytest"].version
+    param_names = ["test"]
+    params = params_of("pytest")
+
+    def time_test(self, test):
+        pass
