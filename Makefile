@@ -7,6 +7,8 @@ N ?= 3
 PRESET ?= cpu
 ASV := $(BIN)/asv
 STAMP := $(VENV)/.installed
+# everything but the stubs that hold imported results (benchmarks/external: nothing to run)
+MEASURED := ^(?!external\.)
 # first-parent commits on HEAD (recursively expanded: read when a recipe runs)
 COMMITS = $(shell git rev-list --count --first-parent HEAD)
 
@@ -26,7 +28,7 @@ dashboard: $(STAMP)
 	@if [ "$(COMMITS)" -gt "$(N)" ]; then range="HEAD~$(N)..HEAD"; else range="ALL"; fi; \
 	echo "== benchmarking $$range (preset $(PRESET), samples recorded)"; \
 	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --skip-existing-successful \
-		--show-stderr "$$range"
+		--show-stderr --bench "$(MEASURED)" "$$range"
 	$(ASV) publish
 	@echo "== site written to html/index.html"
 	@echo "   view it:  $(ASV) preview   (serves html/ over HTTP; file:// does not work)"

@@ -135,7 +135,7 @@ def test_single_passes_for_whole_call_harnesses_leave_fresh_gradients():
         workload.backward_pass(*args)
         grads.append([p.grad.clone() for p in workload.model.params])
     # the second backward starts from zeroed gradients: the same values, not twice them
-    for first, second in zip(*grads):
+    for first, second in zip(*grads, strict=True):
         assert torch.equal(first, second) and first.abs().sum() > 0
     workload.close()
     assert not hasattr(workload, "model")

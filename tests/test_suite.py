@@ -99,3 +99,32 @@ def test_asv_conf_is_what_the_design_requires():
         "results", "html", "benchmarks")
     assert conf["launch_method"] == "forkserver"
     json.dumps(conf)
+
+
+def test_stub_suites_match_the_importers_catalog():
+    """asv's discovery of benchmarks/external gives what the importer writes into
+    benchmarks.json: same names, types, units, versions and parameter names."""
+    from asv_runner.discovery import disc_benchmarks
+
+    from torchpulse.external import STUBS
+    from torchpulse.store import benchmark_entry
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        found = {b.name: b for b in disc_benchmarks(str(ROOT / "benchmarks"))
+                 if b.name.startswith("external.")}
+    finally:
+        sys.path.remove(str(ROOT))
+    expected = {}
+    for stub in STUBS.values():
+        for metric in stub.metrics:
+            entry = benchmark_entry(stub, metric, [])
+            expected[entry["name"]] = entry
+    assert set(found) == set(expected)
+    for name, bench in found.items():
+        entry = expected[name]
+        assert (bench.type, bench.unit, bench.version, list(bench.param_names)) == (
+            entry["type"], entry["unit"], entry["version"], entry["param_names"]), name
+        bench.set_param_idx(0)
+        with pytest.raises(NotImplementedError, match="imported results only"):
+            bench.do_setup()  # asv records a skip if anyone runs a stub

@@ -26,7 +26,10 @@ def _load_external():
 
 
 external = _load_external()
-RESULTS_DIR = external.results_dir_of(ROOT / "asv.conf.json")
+try:
+    RESULTS_DIR = external.results_dir_of(ROOT / "asv.conf.json")
+except (OSError, ValueError):  # no readable config: the defaults alone
+    RESULTS_DIR = None
 
 
 def params_of(key):

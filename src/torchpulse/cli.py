@@ -349,6 +349,37 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    from torchpulse import merge, store
+
+    try:
+        summary = merge.merge_trees([Path(s) for s in args.sources], Path(args.into))
+    except store.StoreError as exc:
+        raise UsageError(str(exc)) from None
+    if summary.conflicts:
+        shown = "; ".join(summary.conflicts[:3])
+        more = f" (and {len(summary.conflicts) - 3} more)" if len(summary.conflicts) > 3 else ""
+        raise UsageError(f"{len(summary.conflicts)} conflict(s), nothing written: {shown}{more}")
+    print(f"merged {len(args.sources)} tree(s) into {args.into}: {summary.files_written} "
+          f"results file(s) written, machines {', '.join(sorted(summary.machines)) or 'none'}, "
+          f"{summary.benchmarks_added} benchmark(s) new to benchmarks.json")
+    return EXIT_OK
+
+
+def _add_merge_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "merge", help="merge asv results trees from several machines or shards",
+        description="Combine asv results trees: machine directories side by side, results "
+        "files of the same machine, commit and environment merged benchmark by benchmark, "
+        "benchmarks.json the union. Conflicts (a benchmark with two results or two versions, "
+        "one machine name with two descriptions) exit 2 and write nothing.",
+    )
+    p.add_argument("sources", nargs="+", metavar="SRC", help="results trees to merge")
+    p.add_argument("--into", required=True, metavar="DIR", help="destination results tree "
+                   "(created if missing; existing results are kept)")
+    p.set_defaults(func=cmd_merge)
+
+
 def _add_import_parser(sub: argparse._SubParsersAction) -> None:
     from torchpulse.external import DEFAULT_SOURCE
     from torchpulse.importers import FORMAT_NAMES
@@ -409,6 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench_parser(sub)
     _add_profile_parser(sub)
     _add_import_parser(sub)
+    _add_merge_parser(sub)
     return parser
 
 

@@ -1,0 +1,54 @@
+"""A throwaway asv project for import and merge tests: a git repository with three commits
+on main and one on a side branch, and an asv.conf.json whose results live next to it."""
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Project:
+    root: Path
+    conf: Path
+    results: Path
+    html: Path
+    main: list[str]  # shas, oldest first
+    side: str  # a commit only on branch "side"
+
+    def tree_bytes(self) -> dict[str, bytes]:
+        """Every file under results/ with its content: 'byte-for-byte unchanged' checks."""
+        if not self.results.exists():
+            return {}
+        return {str(p.relative_to(self.results)): p.read_bytes()
+                for p in sorted(self.results.rglob("*")) if p.is_file()}
+
+
+def _git(root: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+def make_project(root: Path) -> Project:
+    root.mkdir(parents=True, exist_ok=True)
+    _git(root, "init", "-q", "-b", "main")
+    main = []
+    for i in range(3):
+        (root / "file.txt").write_text(f"{i}\n")
+        _git(root, "add", "file.txt")
+        _git(root, "commit", "-q", "-m", f"commit {i}")
+        main.append(_git(root, "rev-parse", "HEAD"))
+    _git(root, "checkout", "-q", "-b", "side")
+    (root / "file.txt").write_text("side\n")
+    _git(root, "commit", "-q", "-am", "side")
+    side = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-q", "main")
+    conf = root / "asv.conf.json"
+    conf.write_text("// an asv config with a comment, as asv allows\n" + json.dumps({
+        "version": 1, "project": "p", "project_url": "https://example.invalid/",
+        "repo": ".", "branches": ["main"], "dvcs": "git", "environment_type": "virtualenv",
+        "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html",
+    }, indent=2))
+    return Project(root, conf, root / "results", root / "html", main, side)
