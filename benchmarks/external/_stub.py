@@ -30,10 +30,12 @@ try:
     RESULTS_DIR = external.results_dir_of(ROOT / "asv.conf.json")
 except (OSError, ValueError):  # no readable config: the defaults alone
     RESULTS_DIR = None
+# one scan of the results tree for all stub modules of this process
+_SCANNED = external.scan(RESULTS_DIR) if RESULTS_DIR is not None else {}
 
 
 def params_of(key):
-    return external.stub_params(external.STUBS[key], RESULTS_DIR)
+    return external.stub_params(external.STUBS[key], RESULTS_DIR, _SCANNED)
 
 
 class ImportedOnly:

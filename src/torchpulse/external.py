@@ -123,13 +123,12 @@ def results_dir_of(conf_path: str | os.PathLike[str]) -> Path:
     return conf_path.parent / read_conf(conf_path).get("results_dir", "results")
 
 
-def imported_values(results_dir: Path, stub: Stub) -> list[set[str]]:
-    """Per parameter, the values (repr strings) stored for the stub's benchmarks in any
+def scan(results_dir: Path) -> dict[str, list[set[str]]]:
+    """Per stub benchmark name, per parameter, the values (repr strings) stored in any
     results file under ``results_dir``; unreadable files are skipped (asv reports them)."""
-    values: list[set[str]] = [set() for _ in stub.param_names]
-    names = set(stub.names)
+    found: dict[str, list[set[str]]] = {}
     if not results_dir.is_dir():
-        return values
+        return found
     for machine_dir in sorted(p for p in results_dir.iterdir() if p.is_dir()):
         for path in sorted(machine_dir.glob("*.json")):
             if path.name == "machine.json":
@@ -143,19 +142,40 @@ def imported_values(results_dir: Path, stub: Stub) -> list[set[str]]:
             if not isinstance(rows, dict) or "params" not in columns:
                 continue
             at = columns.index("params")
-            for name in names.intersection(rows):
-                row = rows[name]
+            for name, row in rows.items():
+                if not name.startswith(SUITE_DIR + "."):
+                    continue
                 params = row[at] if isinstance(row, list) and len(row) > at else None
-                if isinstance(params, list) and len(params) == len(values):
-                    for dim, dim_values in zip(values, params, strict=True):
-                        dim.update(v for v in dim_values if isinstance(v, str))
+                if not isinstance(params, list):
+                    continue
+                dims = found.setdefault(name, [set() for _ in params])
+                if len(dims) == len(params):
+                    for dim, dim_values in zip(dims, params, strict=True):
+                        if isinstance(dim_values, list):
+                            dim.update(v for v in dim_values if isinstance(v, str))
+    return found
+
+
+def imported_values(results_dir: Path, stub: Stub,
+                    scanned: dict[str, list[set[str]]] | None = None) -> list[set[str]]:
+    """Per parameter of ``stub``, the values imported for any of its benchmarks."""
+    scanned = scan(results_dir) if scanned is None else scanned
+    values: list[set[str]] = [set() for _ in stub.param_names]
+    for name in stub.names:
+        dims = scanned.get(name, [])
+        if len(dims) == len(values):
+            for mine, theirs in zip(values, dims, strict=True):
+                mine.update(theirs)
     return values
 
 
-def stub_params(stub: Stub, results_dir: Path | None = None) -> list[list[str]]:
+def stub_params(stub: Stub, results_dir: Path | None = None,
+                scanned: dict[str, list[set[str]]] | None = None) -> list[list[str]]:
     """The stub's asv ``params``: defaults plus imported values, each dimension sorted with
-    the defaults first (in their order), then the imported values alphabetically."""
-    imported = imported_values(results_dir, stub) if results_dir is not None else None
+    the defaults first (in their order), then the imported values alphabetically. Pass
+    ``scanned`` (from ``scan``) to share one scan of the results tree between stubs."""
+    imported = (imported_values(results_dir, stub, scanned) if results_dir is not None
+                else None)
     params = []
     for i, defaults in enumerate(stub.defaults):
         listed = [param_repr(v) for v in defaults]

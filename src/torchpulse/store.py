@@ -262,8 +262,9 @@ def update_benchmarks_json(results_dir: Path) -> None:
     """Add or refresh the stub entries (parameters: everything imported so far)."""
     path = results_dir / BENCHMARKS_JSON
     data = _read_json(path) if path.exists() else {"version": BENCHMARKS_API}
+    scanned = external.scan(results_dir)
     for stub in external.STUBS.values():
-        params = external.stub_params(stub, results_dir)
+        params = external.stub_params(stub, results_dir, scanned)
         for metric in stub.metrics:
             data[stub.name(metric.method)] = benchmark_entry(stub, metric, params)
     write_json_atomically(path, data)
