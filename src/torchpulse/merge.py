@@ -9,11 +9,16 @@ versions) is reported and nothing is written.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchpulse.store import BENCHMARKS_JSON, StoreError, locked, write_json_atomically
+from torchpulse.store import (
+    BENCHMARKS_JSON,
+    StoreError,
+    locked,
+    read_json_object,
+    write_json_atomically,
+)
 
 # top-level fields of a results file that must agree for two files to merge
 _IDENTITY = ("commit_hash", "env_name", "params", "requirements", "python", "result_columns")
@@ -25,16 +30,6 @@ class MergeSummary:
     files_written: int = 0
     benchmarks_added: int = 0
     conflicts: list[str] = field(default_factory=list)
-
-
-def _load(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"{path}: cannot read ({exc})") from None
-    if not isinstance(data, dict):
-        raise StoreError(f"{path}: not a JSON object")
-    return data
 
 
 def _trees(sources: list[Path]) -> None:
@@ -71,7 +66,7 @@ def merge_trees(sources: list[Path], into: Path) -> MergeSummary:
         machines: dict[str, tuple[dict, Path]] = {}
         for tree in trees:
             for path in sorted(tree.glob("*/machine.json")):
-                info, name = _load(path), path.parent.name
+                info, name = read_json_object(path), path.parent.name
                 if name in machines and machines[name][0] != info:
                     summary.conflicts.append(f"machine {name}: {machines[name][1]} and {path} "
                                              "differ")
@@ -81,7 +76,7 @@ def merge_trees(sources: list[Path], into: Path) -> MergeSummary:
         changed: set[str] = set()
         for tree in trees:
             for rel, path in _result_files(tree).items():
-                data = _load(path)
+                data = read_json_object(path)
                 if rel not in merged:
                     merged[rel], origin[rel] = data, path
                     if tree != into:
@@ -106,7 +101,7 @@ def merge_trees(sources: list[Path], into: Path) -> MergeSummary:
             path = tree / BENCHMARKS_JSON
             if not path.is_file():
                 continue
-            for name, entry in _load(path).items():
+            for name, entry in read_json_object(path).items():
                 if name == "version":
                     benchmarks.setdefault("version", entry)
                     continue

@@ -90,7 +90,7 @@ def locked(results_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _read_json(path: Path) -> dict:
+def read_json_object(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -135,7 +135,7 @@ def machine_for_import(results_dir: Path, name: str,
     """(machine.json content, whether it must be written). An existing machine.json wins;
     different --machine-info for it is refused (it would split the graphs)."""
     path = results_dir / name / "machine.json"
-    existing = _read_json(path) if path.exists() else None
+    existing = read_json_object(path) if path.exists() else None
     if existing is not None:
         if given is not None and any(str(existing.get(k)) != str(given[k])
                                      for k in MACHINE_FIELDS):
@@ -261,7 +261,7 @@ def benchmark_entry(stub: external.Stub, metric: external.Metric,
 def update_benchmarks_json(results_dir: Path) -> None:
     """Add or refresh the stub entries (parameters: everything imported so far)."""
     path = results_dir / BENCHMARKS_JSON
-    data = _read_json(path) if path.exists() else {"version": BENCHMARKS_API}
+    data = read_json_object(path) if path.exists() else {"version": BENCHMARKS_API}
     scanned = external.scan(results_dir)
     for stub in external.STUBS.values():
         params = external.stub_params(stub, results_dir, scanned)
