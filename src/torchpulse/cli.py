@@ -10,6 +10,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported lazily at run time: `torchpulse --help` stays fast
+    from tqdm import tqdm
+
+    from torchpulse.presets import Preset
 
 from torchpulse import __version__
 
@@ -110,7 +116,7 @@ _SIZE_FLAGS = {"seqLength": "seq_length", "numLayers": "num_layers", "inputSize"
                "hiddenSize": "hidden_size", "miniBatch": "mini_batch", "seed": "seed"}
 
 
-def _bench_preset(args: argparse.Namespace, device: str):  # -> Preset
+def _bench_preset(args: argparse.Namespace, device: str) -> Preset:
     from torchpulse.presets import resolve_preset
 
     preset = resolve_preset(args.preset, device)
@@ -123,7 +129,7 @@ def _bench_preset(args: argparse.Namespace, device: str):  # -> Preset
     return preset.replace(**changes) if changes else preset
 
 
-def _progress_bar(total: int, desc: str):  # -> tqdm
+def _progress_bar(total: int, desc: str) -> tqdm:
     from tqdm import tqdm
 
     # disable=None: drawn only when stderr is a terminal, so logs and pipes stay clean
@@ -132,7 +138,6 @@ def _progress_bar(total: int, desc: str):  # -> tqdm
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-
     from torchpulse import bench
     from torchpulse.fuser import FuserError, jit_settings
 

@@ -17,7 +17,7 @@ def _cells(line: str) -> list[str] | None:
 
 
 def parse(path: Path, text: str, unit_scale: float | None,
-              notes: list[str] | None = None) -> list[Record]:
+          notes: list[str] | None = None) -> list[Record]:
     lines = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines:
         raise InputError(f"{path}: empty file")

@@ -10,7 +10,7 @@ from torchpulse.importers import InputError, Record, number, param
 
 
 def parse(path: Path, text: str, unit_scale: float | None,
-              notes: list[str] | None = None) -> list[Record]:
+          notes: list[str] | None = None) -> list[Record]:
     if not text.strip():
         raise InputError(f"{path}: empty file")
     try:
