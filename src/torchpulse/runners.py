@@ -416,11 +416,11 @@ class Workload:
         md = self.model
         with self.runner.context():
             collect_garbage()
-            with _region(forward_clock), _label("## forward ##", self.annotate):
+            with _label("## forward ##", self.annotate), _region(forward_clock):
                 output = md.forward(*md.inputs)
             backward_input = md.backward_setup(output)
             collect_garbage()
-            with _region(backward_clock), _label("## backward ##", self.annotate):
+            with _label("## backward ##", self.annotate), _region(backward_clock):
                 md.backward(*backward_input)
         self._zero_grads()
 
