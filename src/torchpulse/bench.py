@@ -90,7 +90,7 @@ def bench_runner(
     except Exception as exc:  # a broken runner must not hide the others' results
         return BenchFailure(runner.name, runner.group, describe_error(exc))
     finally:
-        if workload is not None and hasattr(workload, "model"):
+        if workload is not None:
             workload.close()
     return BenchResult(runner.name, runner.group, forward, backward)
 
