@@ -417,6 +417,175 @@ def _add_import_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_import)
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
+    return value
+
+
+def _write_output(text: str, output: str | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from torchpulse.store import write_text_atomically
+
+    try:
+        write_text_atomically(Path(output), text)
+    except OSError as exc:
+        raise UsageError(f"{output}: cannot write ({exc.strerror or exc})") from None
+
+
+def cmd_alert(args: argparse.Namespace) -> int:
+    from torchpulse import alert, alert_report
+    from torchpulse.series import SeriesError
+
+    conf_path, conf = _conf(args.config)
+    try:
+        report = alert.run(conf_path, conf, machine=args.machine, branch=args.branch,
+                           since=args.since, alpha=args.alpha, threshold=args.threshold,
+                           history_mode=args.history,
+                           results_dir=Path(args.results_dir) if args.results_dir else None)
+    except SeriesError as exc:
+        raise UsageError(str(exc)) from None
+    _write_output(alert_report.render(report, args.format), args.output)
+    if args.output:
+        print(f"torchpulse alert: {len(report.alerts)} "
+              f"{'change points' if args.history else 'active regressions'} in "
+              f"{report.series_count} series; report written to {args.output}",
+              file=sys.stderr)
+    regressions = [a for a in report.alerts if a.direction == "regression"]
+    return EXIT_FAILED if regressions and not args.history else EXIT_OK
+
+
+def _add_alert_parser(sub: argparse._SubParsersAction) -> None:
+    from torchpulse.alert import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+    from torchpulse.alert_report import FORMATS
+
+    p = sub.add_parser(
+        "alert", help="report the regressions still present at the newest commit",
+        description="Build one series per benchmark, parameters, machine and environment "
+        "from the asv results, in first-parent commit order of the branch, find its change "
+        "points and report the regressions still present at the newest commit (with "
+        "--history: every change point). Exit 0: none, 1: at least one regression, 2: bad "
+        "input. Record samples (asv run --record-samples) for the best detection.",
+    )
+    p.add_argument("--config", default="asv.conf.json", help="asv config (default: "
+                   "asv.conf.json): the repository, its branches, the results directory")
+    p.add_argument("--results-dir", help="results tree (default: the config's results_dir)")
+    p.add_argument("--machine", help="only this asv machine (default: every machine)")
+    p.add_argument("--branch", help="branch whose first-parent history orders the commits "
+                   "(default: the config's first branch)")
+    p.add_argument("--since", metavar="REV", help="report only changes at commits after REV "
+                   "(the older history still sets each series' noise and baseline)")
+    p.add_argument("--history", action="store_true",
+                   help="list every change point, old and new, up and down (exit 0)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="text (default), "
+                   "markdown, json or github (workflow annotations)")
+    p.add_argument("--output", metavar="FILE", help="write the report here (default: stdout)")
+    p.add_argument("--threshold", type=_fraction, default=DEFAULT_THRESHOLD,
+                   help="smallest change worth an alert, as a fraction (default: "
+                   f"{DEFAULT_THRESHOLD}): changes clearly below it are not reported")
+    p.add_argument("--alpha", type=_fraction, default=DEFAULT_ALPHA,
+                   help="significance of a change point within a series, and the false-"
+                   f"discovery rate across series (default: {DEFAULT_ALPHA})")
+    p.set_defaults(func=cmd_alert)
+
+
+def cmd_evaluate_detection(args: argparse.Namespace) -> int:
+    import tempfile
+    import time
+
+    from torchpulse import evaluation, synthetic
+
+    def progress(message: str) -> None:
+        print(f"[evaluate-detection] {message}", file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="torchpulse-eval-") as tmp:
+        project = Path(args.keep) if args.keep else Path(tmp)
+        if project.exists() and any(project.iterdir()):
+            raise UsageError(f"{project}: not empty (give --keep a new directory)")
+        project.mkdir(parents=True, exist_ok=True)
+        otava = None if args.no_otava else evaluation.otava_python(Path(args.otava_venv),
+                                                                  progress)
+        started = time.perf_counter()
+        truths = synthetic.build(project, commits=args.commits, per_cell=args.per_cell,
+                                 noise_series=args.noise_series, seed=args.seed)
+        history = synthetic.history(project)
+        progress(f"{len(truths)} series x {args.commits} commits written to {project} "
+                 f"({time.perf_counter() - started:.0f} s)")
+        found: dict[str, evaluation.Found] = {}
+        timings: dict[str, float] = {}
+        options = ["--alpha", str(args.alpha), "--threshold", str(args.threshold)]
+        runs = [("torchpulse", lambda: evaluation.run_torchpulse(project, history, options))]
+        if not args.no_asv:
+            params = {t.benchmark: [] for t in truths}
+            for t in truths:
+                params[t.benchmark].append(t.param)
+            runs.append(("asv", lambda: evaluation.run_asv(project, history, params)))
+        if otava is not None:
+            values = evaluation.asv_values(project, history)
+            runs.append(("otava", lambda: evaluation.run_otava(project, truths, values, otava)))
+        for name, detect in runs:
+            progress(f"running {name} ...")
+            started = time.perf_counter()
+            try:
+                found[name] = detect()
+            except evaluation.EvaluationError as exc:
+                raise UsageError(str(exc)) from None
+            timings[name] = time.perf_counter() - started
+            progress(f"{name}: {timings[name]:.1f} s")
+        scores = {name: evaluation.score(truths, f) for name, f in found.items()}
+        text = [f"# Detection quality: {len(truths)} synthetic series, {args.commits} commits, "
+                f"seed {args.seed}", "",
+                "Detector run time: " + ", ".join(f"{n} {t:.1f} s" for n, t in timings.items())
+                + f" ({evaluation.environment_note()}).", "",
+                evaluation.table(scores), "### torchpulse against the targets", "",
+                "| target | measured | wanted | |", "|---|---:|---:|---|"]
+        met = evaluation.targets(scores["torchpulse"])
+        text += [f"| {what} | {value * 100:.2f} % | {want} | {'met' if ok else 'MISSED'} |"
+                 for what, value, want, ok in met]
+        _write_output("\n".join(text) + "\n", args.output)
+        if args.output:
+            sys.stdout.write("\n".join(text) + "\n")
+    return EXIT_OK if all(ok for *_, ok in met) else EXIT_FAILED
+
+
+def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
+    from torchpulse.alert import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+
+    p = sub.add_parser(
+        "evaluate-detection", help="measure how well alerts find planted regressions",
+        description="Build a synthetic asv project (a git repository and results with "
+        "planted steps, improvements, spikes and pure noise; several samples per commit, "
+        "between-run jitter, outliers) in a temporary directory; run torchpulse alert, asv's "
+        "publish-time detector and Apache Otava (defaults; in its own virtual environment) "
+        "on it; print recall by step size and distance, location accuracy and false alarms "
+        "side by side. Exit 1 when torchpulse misses one of its targets.",
+    )
+    p.add_argument("--commits", type=_positive_int, default=60, help="commits per series "
+                   "(default: 60)")
+    p.add_argument("--per-cell", type=_positive_int, default=40, help="series per step size,"
+                   " distance and noise level (default: 40)")
+    p.add_argument("--noise-series", type=_positive_int, default=400,
+                   help="pure-noise series per noise level (default: 400)")
+    p.add_argument("--seed", type=_non_negative_int, default=0)
+    p.add_argument("--alpha", type=_fraction, default=DEFAULT_ALPHA,
+                   help=f"torchpulse alert --alpha (default: {DEFAULT_ALPHA})")
+    p.add_argument("--threshold", type=_fraction, default=DEFAULT_THRESHOLD,
+                   help=f"torchpulse alert --threshold (default: {DEFAULT_THRESHOLD})")
+    p.add_argument("--otava-venv", default=".venv-otava", metavar="DIR", help="virtual "
+                   "environment for Apache Otava, created when missing (default: .venv-otava)")
+    p.add_argument("--no-otava", action="store_true", help="skip Otava")
+    p.add_argument("--no-asv", action="store_true", help="skip asv's detector (asv publish)")
+    p.add_argument("--keep", metavar="DIR", help="build the project in DIR and keep it")
+    p.add_argument("--output", metavar="FILE", help="also write the tables to FILE")
+    p.set_defaults(func=cmd_evaluate_detection)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="torchpulse", description="Performance-regression tracking for PyTorch workloads."
@@ -446,6 +615,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_profile_parser(sub)
     _add_import_parser(sub)
     _add_merge_parser(sub)
+    _add_alert_parser(sub)
+    _add_evaluate_parser(sub)
     return parser
 
 

@@ -46,19 +46,23 @@ def check_name(value: str, what: str) -> str:
 # --------------------------------------------------------------------------- files
 
 
-def write_json_atomically(path: Path, data: object) -> None:
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to a temp file beside ``path`` and rename it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=4, sort_keys=True)
-            f.write("\n")
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomically(path: Path, data: object) -> None:
+    write_text_atomically(path, json.dumps(data, indent=4, sort_keys=True) + "\n")
 
 
 def save_results_atomically(results: Results, results_dir: Path) -> Path:

@@ -1,0 +1,331 @@
+"""Change detection on one benchmark series: levels, noise, change points, active regressions.
+
+The model (why it looks like this):
+
+* Each commit is measured by one asv run, and every run has its own level (machine state,
+  scheduling, thermals). Samples within a run therefore are not independent evidence about
+  the commit; the unit of evidence is the run. A commit's level is the median of its samples
+  (robust to a GC pause or an interrupt inside the run), or asv's stored value when no samples
+  were recorded, on a log scale so that steps are ratios.
+* The noise of a series is the spread of those levels between commits, estimated robustly
+  (median absolute deviation of successive differences, then a winsorised standard deviation
+  of the residuals around the fitted segments), never below what the within-run spread alone
+  implies. Between-run variation is thus part of every test.
+* Change points come from binary segmentation with a t-test of the mean level before and
+  after each candidate split, Bonferroni-adjusted for the number of places a split could go,
+  followed by Hunter's merge step (Fleming et al., ICPE 2023): every change point is re-tested
+  against its neighbouring segments and the weakest is dropped until all are significant.
+* A commit that jumps away from both neighbours, which agree with each other, is a one-commit
+  spike: it is set aside, not allowed to split the series. Other levels far from their
+  segment (a run on a busy machine) are pulled back to 2.5 noise deviations of it before
+  the means are compared (winsorising, Huber's idea), so one slow run cannot fake a step.
+* Every number asv stores is lower-is-better, so only increases are regressions; a regression
+  is *active* when the newest segment still sits at least half the step above the level
+  before it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+MAD_TO_SD = 1.4826  # consistency factor of the median absolute deviation for normal data
+SPIKE_SIGMAS = 4.0  # how far a lone commit must jump from both neighbours to be a spike
+WINSOR_SIGMAS = 2.5  # levels further than this from their segment are pulled back to it
+POWER_Z = stats.norm.ppf(0.8)  # the minimum detectable effect is the 80 %-power step size
+MDE_COMMITS_AFTER = 3
+# a change is worth an alert unless it is clearly smaller than --threshold: its estimate
+# plus this many standard errors must reach the threshold (a true threshold-size step passes)
+PRACTICAL_SE = 3.0  # ... for a step with this many commits at the new level
+
+
+@dataclass(frozen=True)
+class Point:
+    """One commit's measurement of a series: asv's value and, when recorded, its samples."""
+
+    commit: str
+    value: float
+    samples: tuple[float, ...] = ()
+
+    def _clean(self) -> np.ndarray:
+        return np.log([s for s in self.samples
+                       if s is not None and s > 0 and math.isfinite(s)])
+
+    def level(self) -> float:
+        """The run's level on a log scale: the mean of the samples left after dropping
+        those more than 3 robust deviations from their median (a GC pause, an interrupt),
+        which keeps nearly the efficiency of the mean; asv's value when no samples."""
+        data = self._clean()
+        if len(data) == 0:
+            return math.log(self.value)
+        centre = float(np.median(data))
+        spread = MAD_TO_SD * float(np.median(np.abs(data - centre)))
+        inliers = data[np.abs(data - centre) <= 3.0 * spread] if spread > 0 else data
+        return float(np.mean(inliers)) if spread > 0 else centre
+
+    def within_cv(self) -> float | None:
+        """Robust coefficient of variation of the samples inside this run."""
+        data = self._clean()
+        if len(data) < 3:
+            return None
+        return float(MAD_TO_SD * np.median(np.abs(data - np.median(data))))
+
+
+@dataclass(frozen=True)
+class Noise:
+    """How noisy a series is, in relative terms (log-scale standard deviations ~ CV)."""
+
+    cv: float  # commit-to-commit spread of the levels (between-run noise included)
+    within_cv: float | None  # typical spread of samples inside one run, when recorded
+    mde: float  # smallest step found with 80 % power when 3 commits follow it
+    unstable: bool  # the noise makes the threshold meaningless: mde > threshold
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A change of level: ``index`` is the first point at the new level."""
+
+    index: int
+    before: float  # level of the segment before (original units, geometric mean)
+    after: float  # level of the segment from ``index`` on
+    pvalue: float  # adjusted for the places the split could have gone
+    stderr: float  # standard error of log(after / before)
+
+    @property
+    def ratio(self) -> float:
+        return self.after / self.before
+
+
+@dataclass(frozen=True)
+class SeriesVerdict:
+    """What detection concluded about one series."""
+
+    change_points: tuple[ChangePoint, ...]  # significant ones, oldest first
+    active: tuple[ChangePoint, ...]  # regressions still present at the newest commit
+    spikes: tuple[int, ...]  # indices set aside as one-commit spikes
+    noise: Noise
+
+    @property
+    def pvalue(self) -> float:
+        """The series' evidence for an active regression (1.0 when there is none)."""
+        return min((c.pvalue for c in self.active), default=1.0)
+
+
+def _robust_sd(x: np.ndarray) -> float:
+    return float(MAD_TO_SD * np.median(np.abs(x - np.median(x)))) if len(x) else 0.0
+
+
+def diff_sd(levels: np.ndarray) -> float:
+    """Noise from successive differences: steps touch only a few of them."""
+    if len(levels) < 3:
+        return 0.0
+    return _robust_sd(np.diff(levels)) / math.sqrt(2.0)
+
+
+def residual_sd(levels: np.ndarray, bounds: Sequence[int]) -> float:
+    """Winsorised standard deviation of the residuals around each segment's median."""
+    edges = [0, *bounds, len(levels)]
+    resid = np.concatenate([levels[a:b] - np.median(levels[a:b])
+                            for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a])
+    scale = _robust_sd(resid)
+    if scale == 0.0:
+        return 0.0
+    clipped = np.clip(resid, -3 * scale, 3 * scale)
+    dof = max(len(levels) - len(bounds) - 1, 1)
+    return float(math.sqrt(np.sum(clipped**2) / dof))
+
+
+def find_spikes(levels: np.ndarray, sigma: float) -> list[int]:
+    """Commits that leave the level of both neighbours, which agree, by SPIKE_SIGMAS."""
+    if sigma <= 0 or len(levels) < 3:
+        return []
+    cut = SPIKE_SIGMAS * sigma
+    spikes = []
+    for i in range(1, len(levels) - 1):
+        left, right = levels[i] - levels[i - 1], levels[i] - levels[i + 1]
+        if (abs(left) > cut and abs(right) > cut and left * right > 0
+                and abs(levels[i - 1] - levels[i + 1]) < cut / 2):
+            spikes.append(i)
+    return spikes
+
+
+def _nu(x: np.ndarray) -> np.ndarray:
+    """Siegmund's overshoot correction for a discrete-time maximum."""
+    h = x / 2.0
+    return (2.0 / x) * (stats.norm.cdf(h) - 0.5) / (h * stats.norm.cdf(h) + stats.norm.pdf(h))
+
+
+def max_split_pvalue(z: float, m: int) -> float:
+    """P(max over the m - 1 splits of a pure-noise stretch of m points of the |standardised
+    mean difference| >= z): Siegmund's approximation (Siegmund 1986; James, James and
+    Siegmund 1987). Much less conservative than Bonferroni, because neighbouring splits
+    are strongly correlated, and within a few per cent of simulation in the tail; capped
+    by Bonferroni for very short stretches."""
+    if m < 2:
+        return 1.0
+    if not math.isfinite(z):
+        return 0.0
+    bonferroni = 2.0 * stats.norm.sf(z) * (m - 1)
+    if z <= 0:
+        return 1.0
+    t = np.arange(1, m) / m
+    siegmund = z * stats.norm.pdf(z) * float(np.sum(_nu(z / np.sqrt(m * t * (1 - t)))
+                                                      / (t * (1 - t)))) / m
+    return float(min(1.0, bonferroni, siegmund))
+
+
+def winsorise_running(levels: np.ndarray, cut: float, news: int = 2) -> np.ndarray:
+    """Pull runs further than ``cut`` from the running median of 5 commits back to that
+    distance, so one slow run moves a segment mean by a bounded amount. The newest
+    ``news`` commits are left alone: there a step and a slow run look alike."""
+    n = len(levels)
+    out = levels.copy()
+    for i in range(max(n - news, 0)):
+        centre = float(np.median(levels[max(0, i - 2):min(n, i + 3)]))
+        out[i] = min(max(levels[i], centre - cut), centre + cut)
+    return out
+
+
+def winsorise_segments(levels: np.ndarray, bounds: Sequence[int], cut: float) -> np.ndarray:
+    """Pull every level to within ``cut`` of its own segment's median (Huber's idea: large
+    residuals count, but only so much)."""
+    edges = [0, *bounds, len(levels)]
+    out = levels.copy()
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        centre = float(np.median(levels[a:b]))
+        out[a:b] = np.clip(levels[a:b], centre - cut, centre + cut)
+    return out
+
+
+class _Tester:
+    """t-tests of the mean level between two stretches of a series, noise ``sigma``."""
+
+    def __init__(self, levels: np.ndarray, sigma: float, dof: int) -> None:
+        self.x = levels
+        self.cum = np.concatenate([[0.0], np.cumsum(levels)])
+        self.sigma = sigma
+        self.dof = max(dof, 1)
+
+    def _mean(self, a: int, b: int) -> float:
+        return (self.cum[b] - self.cum[a]) / (b - a)
+
+    def split_stats(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """For every split k in (a, b): the t statistic of mean[k:b] - mean[a:k]."""
+        k = np.arange(a + 1, b)
+        n1, n2 = k - a, b - k
+        left = (self.cum[k] - self.cum[a]) / n1
+        right = (self.cum[b] - self.cum[k]) / n2
+        se = self.sigma * np.sqrt(1.0 / n1 + 1.0 / n2)
+        return k, (right - left) / se
+
+    def pvalue(self, a: int, k: int, b: int) -> tuple[float, float]:
+        """Two-sided p of a change at k between [a, k) and [k, b), adjusted for the
+        b - a - 1 places a split between a and b could have gone; and its stderr."""
+        se = self.sigma * math.sqrt(1.0 / (k - a) + 1.0 / (b - k))
+        t = (self._mean(k, b) - self._mean(a, k)) / se
+        # the normal deviate with the t statistic's tail probability (sigma is estimated)
+        z = stats.norm.isf(stats.t.sf(abs(t), self.dof))
+        return max_split_pvalue(z, b - a), se
+
+    def best_split(self, a: int, b: int) -> int | None:
+        if b - a < 2:
+            return None
+        k, t = self.split_stats(a, b)
+        return int(k[np.argmax(np.abs(t))])
+
+
+def _segment(tester: _Tester, alpha: float) -> list[int]:
+    """Binary segmentation at ``alpha``, then the merge step; sorted split indices."""
+    n = len(tester.x)
+    found: list[int] = []
+    todo = [(0, n)]
+    while todo:
+        a, b = todo.pop()
+        k = tester.best_split(a, b)
+        if k is None or tester.pvalue(a, k, b)[0] > alpha:
+            continue
+        found.append(k)
+        todo += [(a, k), (k, b)]
+    found.sort()
+    while found:  # merge: re-test each against its neighbours, drop the weakest
+        edges = [0, *found, n]
+        ps = [tester.pvalue(edges[i], edges[i + 1], edges[i + 2])[0]
+              for i in range(len(found))]
+        worst = int(np.argmax(ps))
+        if ps[worst] <= alpha:
+            break
+        del found[worst]
+    return found
+
+
+def analyse(points: Sequence[Point], alpha: float = 0.001,
+            threshold: float = 0.05) -> SeriesVerdict:
+    """Detect the change points of one series (points oldest first) and decide which
+    regressions are still active at the newest point."""
+    all_levels = np.array([p.level() for p in points], dtype=float)
+    within = [c for c in (p.within_cv() for p in points) if c is not None]
+    within_cv = float(np.median(within)) if within else None
+    nsamples = float(np.median([max(len(p.samples), 1) for p in points])) if points else 1.0
+    floor = within_cv / math.sqrt(nsamples) if within_cv else 0.0
+
+    sigma0 = max(diff_sd(all_levels), floor)
+    spikes = find_spikes(all_levels, sigma0)
+    keep = np.setdiff1d(np.arange(len(all_levels)), spikes)
+    raw = all_levels[keep]
+    levels = raw
+    n = len(levels)
+
+    bounds: list[int] = []
+    sigma = sigma0
+    if n >= 3 and sigma0 > 0:
+        levels = winsorise_running(raw, WINSOR_SIGMAS * sigma0)
+        for _ in range(2):  # refine noise and robust levels once the segments are known
+            bounds = _segment(_Tester(levels, sigma, n - 1), alpha)
+            sigma = max(residual_sd(raw, bounds), floor, 1e-12)
+            levels = winsorise_segments(raw, bounds, WINSOR_SIGMAS * sigma)
+        tester = _Tester(levels, sigma, n - len(bounds) - 1)
+        bounds = _segment(tester, alpha)
+    elif n >= 2 and sigma0 == 0 and np.ptp(levels) > 0:  # noiseless: every move is real
+        bounds = [i for i in range(1, n) if levels[i] != levels[i - 1]]
+        tester = _Tester(levels, 1e-12, 1)
+    else:
+        tester = _Tester(levels, max(sigma, 1e-12), max(n - 1, 1))
+
+    edges = [0, *bounds, n]
+    means = [float(np.mean(levels[a:b])) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    changes = []
+    for i, k in enumerate(bounds):
+        p, se = tester.pvalue(edges[i], k, edges[i + 2])
+        changes.append(ChangePoint(int(keep[k]), math.exp(means[i]), math.exp(means[i + 1]),
+                                   p if sigma0 > 0 else 0.0, se if sigma0 > 0 else 0.0))
+
+    newest = means[-1] if means else 0.0
+    active = []
+    for i, c in enumerate(changes):
+        step = means[i + 1] - means[i]
+        practical = step + PRACTICAL_SE * c.stderr >= math.log1p(threshold)
+        still_there = newest - means[i] >= step / 2.0
+        if step > 0 and practical and still_there and c.pvalue <= alpha:
+            active.append(c)
+
+    dof = max(n - len(bounds) - 1, 1)
+    z_alpha = stats.t.isf(alpha / 2.0 / max(n - 1, 1), dof)
+    mde_se = sigma * math.sqrt(1.0 / MDE_COMMITS_AFTER + 1.0 / max(n - MDE_COMMITS_AFTER, 1))
+    mde = math.expm1((z_alpha + POWER_Z) * mde_se) if n > MDE_COMMITS_AFTER else math.inf
+    noise = Noise(cv=sigma, within_cv=within_cv, mde=mde, unstable=mde > threshold)
+    return SeriesVerdict(tuple(changes), tuple(active), tuple(int(i) for i in spikes), noise)
+
+
+def benjamini_hochberg(pvalues: Sequence[float], q: float) -> float:
+    """The largest p-value the Benjamini-Hochberg procedure rejects at FDR ``q`` (0.0 when
+    it rejects none): false alarms controlled across many series, not per series."""
+    p = np.sort(np.asarray(pvalues, dtype=float))
+    m = len(p)
+    if m == 0:
+        return 0.0
+    ok = np.nonzero(p <= q * np.arange(1, m + 1) / m)[0]
+    return float(p[ok[-1]]) if len(ok) else 0.0

@@ -1,0 +1,149 @@
+"""asv results -> benchmark series: one per (benchmark, parameters, machine, environment),
+points in the first-parent commit order of a branch, with the samples asv recorded."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from asv import util as asv_util
+from asv.results import Results
+
+from torchpulse import gitrepo
+from torchpulse.detect import Point
+
+UNIT_BY_PREFIX = {"time_": "seconds", "mem_": "bytes", "peakmem_": "bytes"}
+
+
+class SeriesError(ValueError):
+    """Results or a configuration that cannot be read into series."""
+
+
+@dataclass(frozen=True, order=True)
+class SeriesKey:
+    benchmark: str
+    params: tuple[str, ...]  # asv's repr strings, () for an unparameterised benchmark
+    machine: str
+    env: str
+
+    def label(self) -> str:
+        shown = f"({', '.join(self.params)})" if self.params else ""
+        return f"{self.benchmark}{shown} [{self.machine}/{self.env}]"
+
+
+@dataclass
+class Series:
+    key: SeriesKey
+    unit: str
+    points: list[Point] = field(default_factory=list)
+
+
+class History:
+    """The commits of the branch, oldest first, and where each one sits."""
+
+    def __init__(self, commits: list[str]) -> None:
+        self.commits = list(commits)
+        self.position = {c: i for i, c in enumerate(self.commits)}
+
+
+def _unit(name: str, declared: dict[str, str]) -> str:
+    if name in declared:
+        return declared[name]
+    method = name.rsplit(".", 1)[-1]
+    for prefix, unit in UNIT_BY_PREFIX.items():
+        if method.startswith(prefix):
+            return unit
+    return "unit"
+
+
+def _declared_units(results_dir: Path) -> dict[str, str]:
+    path = results_dir / "benchmarks.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SeriesError(f"{path}: cannot read ({exc})") from None
+    return {name: str(b.get("unit") or "unit") for name, b in data.items()
+            if isinstance(b, dict) and name != "version"}
+
+
+def _machines(results_dir: Path, only: str | None) -> list[str]:
+    if not results_dir.is_dir():
+        raise SeriesError(f"{results_dir}: no results directory (run asv first, or give "
+                          "--results-dir)")
+    names = sorted(d.name for d in results_dir.iterdir()
+                   if d.is_dir() and (d / "machine.json").is_file())
+    if only is not None:
+        if only not in names:
+            raise SeriesError(f"unknown machine {only!r} in {results_dir} (have: "
+                              f"{', '.join(names) or 'none'})")
+        return [only]
+    return names
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+def load_series(results_dir: Path, history: History, machine: str | None = None
+                ) -> tuple[list[Series], int]:
+    """Every series in ``results_dir`` with points on ``history``; also the number of
+    results files whose commit is not on it (other branches, rewritten history)."""
+    units = _declared_units(results_dir)
+    found: dict[SeriesKey, Series] = {}
+    off_branch = 0
+    for name in _machines(results_dir, machine):
+        for path in sorted((results_dir / name).glob("*.json")):
+            if path.name == "machine.json":
+                continue
+            try:
+                results = Results.load(str(path), machine_name=name)
+            except (asv_util.UserError, OSError, ValueError, KeyError, TypeError) as exc:
+                raise SeriesError(f"{path}: not an asv results file ({exc})") from None
+            if results.commit_hash not in history.position:
+                off_branch += 1
+                continue
+            for bench in results.get_all_result_keys():
+                _add_results(found, results, bench, name, _unit(bench, units))
+    series = sorted(found.values(), key=lambda s: s.key)
+    for s in series:
+        s.points.sort(key=lambda p: history.position[p.commit])
+    return series, off_branch
+
+
+def _add_results(found: dict[SeriesKey, Series], results: Results, bench: str,
+                 machine: str, unit: str) -> None:
+    params = results.get_result_params(bench) or []
+    values = results.get_result_value(bench, params)
+    samples = results.get_result_samples(bench, params)
+    if not isinstance(values, list):
+        values, samples = [values], [samples]
+    combos = list(itertools.product(*params)) if params else [()]
+    samples = samples if isinstance(samples, list) else [None] * len(combos)
+    for combo, value, sample in zip(combos, values, samples, strict=False):
+        if not _finite(value):
+            continue  # failed or skipped at this commit: no point
+        key = SeriesKey(bench, tuple(combo), machine, results.env_name)
+        entry = found.setdefault(key, Series(key, unit))
+        kept = tuple(float(s) for s in (sample or []) if _finite(s))
+        entry.points.append(Point(results.commit_hash, float(value), kept))
+
+
+def branch_history(conf_path: Path, conf: dict, branch: str | None) -> History:
+    repo_setting = str(conf.get("repo", "."))
+    if "://" in repo_setting or repo_setting.startswith("git@"):
+        raise SeriesError(f"{conf_path}: repo {repo_setting!r} is remote; alert needs a local "
+                          "clone (point 'repo' at it)")
+    repo = (conf_path.parent / repo_setting).resolve()
+    if not (repo / ".git").exists() and not os.path.isdir(repo / "objects"):
+        raise SeriesError(f"{repo}: not a git repository (asv.conf.json 'repo')")
+    name = branch or (conf.get("branches") or ["HEAD"])[0]
+    try:
+        return History(gitrepo.first_parent_history(repo, name))
+    except gitrepo.GitError as exc:
+        raise SeriesError(str(exc)) from None
