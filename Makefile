@@ -32,11 +32,8 @@ dashboard: $(STAMP)
 	$(ASV) publish
 	@echo "== site written to html/index.html"
 	@echo "   view it:  $(ASV) preview   (serves html/ over HTTP; file:// does not work)"
-	@if [ "$(COMMITS)" -gt 1 ]; then \
-		echo "== changes between HEAD~1 and HEAD (asv compare, factor 1.05):"; \
-		$(ASV) compare --only-changed --factor 1.05 HEAD~1 HEAD \
-			|| echo "   (nothing to compare: HEAD~1 has no results on this machine)"; \
-	fi
+	@echo "== regression alerts (torchpulse alert; 1 = regressions found, reported above)"
+	@$(BIN)/torchpulse alert; rc=$$?; [ $$rc -le 1 ]
 
 test: lint
 	$(BIN)/python -m pytest

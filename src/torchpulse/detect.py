@@ -38,6 +38,7 @@ SPIKE_SIGMAS = 4.0  # how far a lone commit must jump from both neighbours to be
 WINSOR_SIGMAS = 2.5  # levels further than this from their segment are pulled back to it
 POWER_Z = stats.norm.ppf(0.8)  # the minimum detectable effect is the 80 %-power step size
 MDE_COMMITS_AFTER = 3
+MIN_POINTS = 5  # fewer commits tell nothing about between-run noise; such series get no alert
 # a change is worth an alert unless it is clearly smaller than --threshold: its estimate
 # plus this many standard errors must reach the threshold (a true threshold-size step passes)
 PRACTICAL_SE = 3.0  # ... for a step with this many commits at the new level
@@ -273,6 +274,8 @@ def analyse(points: Sequence[Point], alpha: float = 0.001,
     floor = within_cv / math.sqrt(nsamples) if within_cv else 0.0
 
     sigma0 = max(diff_sd(all_levels), floor)
+    if len(points) < MIN_POINTS:  # too few runs to know the between-run noise: no verdict
+        return SeriesVerdict((), (), (), Noise(sigma0, within_cv, math.inf, True))
     spikes = find_spikes(all_levels, sigma0)
     keep = np.setdiff1d(np.arange(len(all_levels)), spikes)
     raw = all_levels[keep]

@@ -72,27 +72,35 @@ def _samples(levels: np.ndarray, cv: float, noise: NoiseModel,
     return values
 
 
-def plan(per_cell: int, noise_series: int, commits: int,
-         rng: np.random.Generator) -> list[Truth]:
+KINDS = ("step", "noise", "improvement", "spike")
+
+
+def plan(per_cell: int, noise_series: int, commits: int, rng: np.random.Generator,
+         kinds: tuple[str, ...] = KINDS) -> list[Truth]:
     """The series of a project: ``per_cell`` per (step size, distance, cv) and per cv for
     improvements and spikes, ``noise_series`` pure-noise series per cv."""
     truths: list[Truth] = []
     for cv in NOISE_CVS:
         tag = f"cv{round(cv * 100)}"
         for size, distance in itertools.product(STEP_SIZES, DISTANCES):
+            if "step" not in kinds or distance >= commits:
+                continue
             name = f"synthetic.Step.time_{tag}_up{round(size * 100)}_d{distance}"
             truths += [Truth(name, repr(str(i)), "step", cv, size, commits - distance, distance)
                        for i in range(per_cell)]
-        truths += [Truth(f"synthetic.Noise.time_{tag}", repr(str(i)), "noise", cv)
-                   for i in range(noise_series)]
+        if "noise" in kinds:
+            truths += [Truth(f"synthetic.Noise.time_{tag}", repr(str(i)), "noise", cv)
+                       for i in range(noise_series)]
         for i in range(per_cell):
-            d = int(rng.integers(3, commits // 2))
-            truths.append(Truth(f"synthetic.Improvement.time_{tag}", repr(str(i)),
-                                "improvement", cv, -float(rng.uniform(0.05, 0.2)),
-                                commits - d, d))
-            at = int(rng.integers(5, commits - 3))
-            truths.append(Truth(f"synthetic.Spike.time_{tag}", repr(str(i)), "spike", cv,
-                                float(rng.uniform(0.1, 0.3)), at))
+            d = int(rng.integers(3, max(commits // 2, 4)))
+            if "improvement" in kinds:
+                truths.append(Truth(f"synthetic.Improvement.time_{tag}", repr(str(i)),
+                                    "improvement", cv, -float(rng.uniform(0.05, 0.2)),
+                                    commits - d, d))
+            at = int(rng.integers(5, max(commits - 3, 6)))
+            if "spike" in kinds:
+                truths.append(Truth(f"synthetic.Spike.time_{tag}", repr(str(i)), "spike",
+                                    cv, float(rng.uniform(0.1, 0.3)), at))
     return truths
 
 
@@ -120,13 +128,14 @@ CONF = {
 
 
 def build(path: Path, *, commits: int = 60, per_cell: int = 40, noise_series: int = 400,
-          seed: int = 0, noise: NoiseModel | None = None) -> list[Truth]:
+          seed: int = 0, noise: NoiseModel | None = None,
+          kinds: tuple[str, ...] = KINDS) -> list[Truth]:
     """Write a synthetic project into the empty directory ``path``; return its truth (also
     saved as ``truth.json`` beside the results, where no detector looks)."""
     noise = noise or NoiseModel()
     rng = np.random.default_rng(seed)
     shas = _git_repo(path, commits)
-    truths = plan(per_cell, noise_series, commits, rng)
+    truths = plan(per_cell, noise_series, commits, rng, kinds)
     (path / "asv.conf.json").write_text(json.dumps(CONF, indent=2) + "\n")
     machine_info = {"machine": MACHINE, "arch": "x86_64", "cpu": "synthetic", "num_cpu": "2",
                     "os": "Linux", "ram": "1", "version": 1}
