@@ -263,7 +263,7 @@ def _segment(tester: _Tester, alpha: float) -> list[int]:
     return found
 
 
-def analyse(points: Sequence[Point], alpha: float = 0.001,
+def analyse(points: Sequence[Point], alpha: float = 0.01,
             threshold: float = 0.05) -> SeriesVerdict:
     """Detect the change points of one series (points oldest first) and decide which
     regressions are still active at the newest point."""
