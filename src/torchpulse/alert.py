@@ -6,8 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchpulse import gitrepo
 from torchpulse.detect import ChangePoint, SeriesVerdict, analyse, benjamini_hochberg
-from torchpulse.series import History, Series, SeriesKey, branch_history, load_series
+from torchpulse.series import (
+    History,
+    Series,
+    SeriesError,
+    SeriesKey,
+    branch_history,
+    load_series,
+    local_repo,
+)
 
 DEFAULT_ALPHA = 0.01
 DEFAULT_THRESHOLD = 0.05
@@ -49,7 +58,6 @@ class Report:
     history_mode: bool
     alpha: float
     threshold: float
-    newest_commit: str | None
     off_branch_files: int
 
     @property
@@ -83,22 +91,18 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
                        if cp.pvalue <= cutoff]
     alerts = [a for a in alerts if history.position[a.commit] >= start]
     alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))
-    newest = max((s.points[-1].commit for s in series if s.points),
-                 key=lambda c: history.position[c], default=None)
-    return Report(alerts, checked, history_mode, alpha, threshold, newest, off_branch_files)
+    return Report(alerts, checked, history_mode, alpha, threshold, off_branch_files)
 
 
 def run(conf_path: Path, conf: dict, *, results_dir: Path | None = None,
         machine: str | None = None, branch: str | None = None, since: str | None = None,
-        **options: object) -> Report:
+        alpha: float = DEFAULT_ALPHA, threshold: float = DEFAULT_THRESHOLD,
+        history_mode: bool = False) -> Report:
     """Load the series the asv config points at and evaluate them."""
-    from torchpulse import gitrepo
-    from torchpulse.series import SeriesError
-
     history = branch_history(conf_path, conf, branch)
     since_sha = None
     if since is not None:
-        repo = (conf_path.parent / str(conf.get("repo", "."))).resolve()
+        repo = local_repo(conf_path, conf)
         try:
             since_sha = gitrepo.resolve(repo, since)
         except gitrepo.GitError as exc:
@@ -108,5 +112,5 @@ def run(conf_path: Path, conf: dict, *, results_dir: Path | None = None,
                               "history of the branch")
     results_dir = results_dir or conf_path.parent / str(conf.get("results_dir", "results"))
     series, off_branch = load_series(results_dir, history, machine)
-    return evaluate(series, history, since=since_sha, off_branch_files=off_branch,
-                    **options)  # type: ignore[arg-type]
+    return evaluate(series, history, alpha=alpha, threshold=threshold, since=since_sha,
+                    history_mode=history_mode, off_branch_files=off_branch)

@@ -514,44 +514,22 @@ def cmd_evaluate_detection(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         truths = synthetic.build(project, commits=args.commits, per_cell=args.per_cell,
                                  noise_series=args.noise_series, seed=args.seed)
-        history = synthetic.history(project)
         progress(f"{len(truths)} series x {args.commits} commits written to {project} "
                  f"({time.perf_counter() - started:.0f} s)")
-        found: dict[str, evaluation.Found] = {}
-        timings: dict[str, float] = {}
         options = ["--alpha", str(args.alpha), "--threshold", str(args.threshold)]
-        runs = [("torchpulse", lambda: evaluation.run_torchpulse(project, history, options))]
-        if not args.no_asv:
-            params = {t.benchmark: [] for t in truths}
-            for t in truths:
-                params[t.benchmark].append(t.param)
-            runs.append(("asv", lambda: evaluation.run_asv(project, history, params)))
-        if otava is not None:
-            values = evaluation.asv_values(project, history)
-            runs.append(("otava", lambda: evaluation.run_otava(project, truths, values, otava)))
-        for name, detect in runs:
-            progress(f"running {name} ...")
-            started = time.perf_counter()
-            try:
-                found[name] = detect()
-            except evaluation.EvaluationError as exc:
-                raise UsageError(str(exc)) from None
-            timings[name] = time.perf_counter() - started
-            progress(f"{name}: {timings[name]:.1f} s")
+        try:
+            found, timings = evaluation.run_detectors(project, truths, options,
+                                                      not args.no_asv, otava, progress)
+        except evaluation.EvaluationError as exc:
+            raise UsageError(str(exc)) from None
         scores = {name: evaluation.score(truths, f) for name, f in found.items()}
-        text = [f"# Detection quality: {len(truths)} synthetic series, {args.commits} commits, "
-                f"seed {args.seed}", "",
-                "Detector run time: " + ", ".join(f"{n} {t:.1f} s" for n, t in timings.items())
-                + f" ({evaluation.environment_note()}).", "",
-                evaluation.table(scores), "### torchpulse against the targets", "",
-                "| target | measured | wanted | |", "|---|---:|---:|---|"]
-        met = evaluation.targets(scores["torchpulse"])
-        text += [f"| {what} | {value * 100:.2f} % | {want} | {'met' if ok else 'MISSED'} |"
-                 for what, value, want, ok in met]
-        _write_output("\n".join(text) + "\n", args.output)
+        text, met = evaluation.report(
+            f"# Detection quality: {len(truths)} synthetic series, {args.commits} commits, "
+            f"seed {args.seed}", scores, timings)
+        sys.stdout.write(text)
         if args.output:
-            sys.stdout.write("\n".join(text) + "\n")
-    return EXIT_OK if all(ok for *_, ok in met) else EXIT_FAILED
+            _write_output(text, args.output)
+    return EXIT_OK if met else EXIT_FAILED
 
 
 def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import venv
 from collections import defaultdict
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from torchpulse.synthetic import DISTANCES, NOISE_CVS, STEP_SIZES, Truth
+from torchpulse.synthetic import history as synthetic_history
 
 OTAVA_REQUIREMENT = "apache-otava==0.8.0"
 DETECTORS = ("torchpulse", "asv", "otava")
@@ -49,9 +51,12 @@ def run_torchpulse(project: Path, history: list[str], options: list[str]) -> Fou
     return found
 
 
-def run_asv(project: Path, history: list[str], params: dict[str, list[str]]) -> Found:
+def run_asv(project: Path, history: list[str], truths: list[Truth]) -> Found:
     """``asv publish``, then its html/regressions.json (what the site's regressions page
     shows): the jumps of every regression still present at the newest commit."""
+    params: dict[str, list[str]] = defaultdict(list)  # asv names a combination by index
+    for t in truths:
+        params[t.benchmark].append(t.param)
     _run([sys.executable, "-m", "asv", "publish", "--config", str(project / "asv.conf.json")],
          "asv publish", cwd=project)
     html = project / "html"
@@ -89,7 +94,7 @@ def active_upward(values: list[float], change_points: list[int]) -> list[int]:
             if means[i + 1] > means[i] and means[-1] - means[i] >= (means[i + 1] - means[i]) / 2]
 
 
-def run_otava(project: Path, truths: list[Truth], values: dict[tuple[str, str], list[float]],
+def run_otava(truths: list[Truth], values: dict[tuple[str, str], list[float]],
               python: Path) -> Found:
     """Otava's change points (its defaults) on asv's value per commit, one per commit."""
     keys = [(t.benchmark, t.param) for t in truths]
@@ -203,5 +208,38 @@ def targets(scores: dict[tuple, Score]) -> list[tuple[str, float, str, bool]]:
     ]
 
 
-def environment_note() -> str:
-    return f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"
+def run_detectors(project: Path, truths: list[Truth], alert_options: list[str],
+                  use_asv: bool, otava: Path | None,
+                  progress: Callable[[str], None]) -> tuple[dict[str, Found], dict[str, float]]:
+    """Every detector asked on the project: what each found, and its wall time."""
+    history = synthetic_history(project)
+    runs: list[tuple[str, Callable[[], Found]]] = [
+        ("torchpulse", lambda: run_torchpulse(project, history, alert_options))]
+    if use_asv:
+        runs.append(("asv", lambda: run_asv(project, history, truths)))
+    if otava is not None:
+        values = asv_values(project, history)  # read before the clock starts
+        runs.append(("otava", lambda: run_otava(truths, values, otava)))
+    found: dict[str, Found] = {}
+    timings: dict[str, float] = {}
+    for name, detect in runs:
+        progress(f"running {name} ...")
+        started = time.perf_counter()
+        found[name] = detect()
+        timings[name] = time.perf_counter() - started
+        progress(f"{name}: {timings[name]:.1f} s")
+    return found, timings
+
+
+def report(title: str, scores: dict[str, dict[tuple, Score]],
+           timings: dict[str, float]) -> tuple[str, bool]:
+    """The markdown report, and whether torchpulse met every target."""
+    met = targets(scores["torchpulse"])
+    text = [title, "",
+            "Detector run time: " + ", ".join(f"{n} {t:.1f} s" for n, t in timings.items())
+            + f" (python {sys.version.split()[0]}, {os.cpu_count()} cpus).", "",
+            table(scores), "### torchpulse against the targets", "",
+            "| target | measured | wanted | |", "|---|---:|---:|---|"]
+    text += [f"| {what} | {value * 100:.2f} % | {want} | {'met' if ok else 'MISSED'} |"
+             for what, value, want, ok in met]
+    return "\n".join(text) + "\n", all(ok for *_, ok in met)

@@ -134,7 +134,8 @@ def _add_results(found: dict[SeriesKey, Series], results: Results, bench: str,
         entry.points.append(Point(results.commit_hash, float(value), kept))
 
 
-def branch_history(conf_path: Path, conf: dict, branch: str | None) -> History:
+def local_repo(conf_path: Path, conf: dict) -> Path:
+    """The git repository the asv config measures, which must be a local clone."""
     repo_setting = str(conf.get("repo", "."))
     if "://" in repo_setting or repo_setting.startswith("git@"):
         raise SeriesError(f"{conf_path}: repo {repo_setting!r} is remote; alert needs a local "
@@ -142,6 +143,11 @@ def branch_history(conf_path: Path, conf: dict, branch: str | None) -> History:
     repo = (conf_path.parent / repo_setting).resolve()
     if not (repo / ".git").exists() and not os.path.isdir(repo / "objects"):
         raise SeriesError(f"{repo}: not a git repository (asv.conf.json 'repo')")
+    return repo
+
+
+def branch_history(conf_path: Path, conf: dict, branch: str | None) -> History:
+    repo = local_repo(conf_path, conf)
     name = branch or (conf.get("branches") or ["HEAD"])[0]
     try:
         return History(gitrepo.first_parent_history(repo, name))
