@@ -564,6 +564,85 @@ def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_evaluate_detection)
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    from torchpulse import publish, site_assets
+
+    conf_path, conf = _conf(args.config)
+    node_modules = site_assets.find_node_modules(args.assets, conf_path.parent)
+    try:
+        published = publish.publish(
+            conf_path, conf, node_modules, range_spec=args.range, pull=not args.no_pull,
+            html_dir=Path(args.html_dir) if args.html_dir else None,
+            progress=lambda message: print(message, flush=True))
+    except (site_assets.AssetError, publish.PublishError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"site written to {published.html_dir}/ (self-contained); view it with "
+          f"`torchpulse serve`, or copy the folder to any static host")
+    return EXIT_OK
+
+
+def _add_publish_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "publish", help="asv publish, made to work offline, plus torchpulse's summary page",
+        description="Run asv publish, then copy the scripts and styles its pages load from "
+        "CDNs into the site (from node_modules, installed by `npm ci`), point index.html at "
+        "them, and add torchpulse.html (per machine: latest values, changes, noise and the "
+        "alert report), linked from asv's navigation bar. The site is built beside html_dir "
+        "and replaces it only when complete. Exit 2 when an asset is missing or asv fails.",
+    )
+    p.add_argument("range", nargs="?", help="commit range, as for asv publish")
+    p.add_argument("--config", default="asv.conf.json", help="asv config (default: "
+                   "asv.conf.json)")
+    p.add_argument("--html-dir", "-o", help="output directory (default: the config's html_dir)")
+    p.add_argument("--no-pull", action="store_true", help="do not pull the repository")
+    p.add_argument("--assets", metavar="DIR", help="node_modules folder with the site's "
+                   "assets (default: $TORCHPULSE_ASSETS, else the project's node_modules, "
+                   "else torchpulse's checkout's)")
+    p.set_defaults(func=cmd_publish)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from torchpulse import serve
+    from torchpulse.publish import html_dir_of
+
+    if args.html_dir:
+        html_dir = Path(args.html_dir)
+    else:
+        conf_path, conf = _conf(args.config)
+        html_dir = html_dir_of(conf_path, conf)
+    try:
+        serve.serve(html_dir, args.host, args.port,
+                    announce=lambda message: print(message, flush=True))
+    except serve.ServeError as exc:
+        raise UsageError(str(exc)) from None
+    return EXIT_OK
+
+
+def _port(text: str) -> int:
+    value = _int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {text!r}")
+    return value
+
+
+def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    from torchpulse.serve import DEFAULT_HOST, DEFAULT_PORT
+
+    p = sub.add_parser(
+        "serve", help="serve the published site over HTTP on loopback",
+        description="Serve the published site (asv's pages need HTTP; file:// does not "
+        "work) until Ctrl-C. Binds 127.0.0.1 unless --host says otherwise; prints the URL.",
+    )
+    p.add_argument("--config", default="asv.conf.json", help="asv config whose html_dir to "
+                   "serve (default: asv.conf.json)")
+    p.add_argument("--html-dir", help="serve this directory instead")
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default: "
+                   f"{DEFAULT_HOST}; 0.0.0.0 for every interface)")
+    p.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                   help=f"port (default: {DEFAULT_PORT}; 0 picks a free one)")
+    p.set_defaults(func=cmd_serve)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="torchpulse", description="Performance-regression tracking for PyTorch workloads."
@@ -595,6 +674,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_merge_parser(sub)
     _add_alert_parser(sub)
     _add_evaluate_parser(sub)
+    _add_publish_parser(sub)
+    _add_serve_parser(sub)
     return parser
 
 
