@@ -7,14 +7,16 @@ N ?= 3
 PRESET ?= cpu
 ASV := $(BIN)/asv
 STAMP := $(VENV)/.installed
+# the site's third-party scripts and styles (package.json pins asv's versions; npm ci)
+ASSETS := node_modules/.package-lock.json
 # everything but the stubs that hold imported results (benchmarks/external: nothing to run)
 MEASURED := ^(?!external\.)
 # first-parent commits on HEAD (recursively expanded: read when a recipe runs)
 COMMITS = $(shell git rev-list --count --first-parent HEAD)
 
-.PHONY: dashboard test venv lint clean
+.PHONY: dashboard test venv lint browser clean
 
-venv: $(STAMP)
+venv: $(STAMP) $(ASSETS)
 
 # Reinstall when the package metadata changes; torch==2.13.0 is the offline CPU build.
 $(STAMP): pyproject.toml
@@ -23,23 +25,30 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	@touch $@
 
-dashboard: $(STAMP)
+$(ASSETS): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "npm not found: install Node.js and npm (Debian: apt-get install nodejs npm); torchpulse publish needs them for the site's assets" >&2; exit 2; }
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+
+# headless Chromium for the browser tests (installed when missing and allowed; see the script)
+browser:
+	@scripts/install-browser
+
+dashboard: $(STAMP) $(ASSETS)
 	$(ASV) machine --yes >/dev/null
 	@if [ "$(COMMITS)" -gt "$(N)" ]; then range="HEAD~$(N)..HEAD"; else range="ALL"; fi; \
 	echo "== benchmarking $$range (preset $(PRESET), samples recorded)"; \
 	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --skip-existing-successful \
 		--show-stderr --bench "$(MEASURED)" "$$range"
-	$(ASV) publish
-	@echo "== site written to html/index.html"
-	@echo "   view it:  $(ASV) preview   (serves html/ over HTTP; file:// does not work)"
+	$(BIN)/torchpulse publish
+	@echo "   view it:  $(BIN)/torchpulse serve   (http://127.0.0.1:8080/; file:// does not work)"
 	@echo "== regression alerts (torchpulse alert; 1 = regressions found, reported above)"
 	@$(BIN)/torchpulse alert; rc=$$?; [ $$rc -le 1 ]
 
-test: lint
+test: lint $(ASSETS) browser
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check src benchmarks tests scripts
 
 clean:
-	rm -rf html .asv
+	rm -rf html html.partial html.old .asv

@@ -14,6 +14,7 @@ from torchpulse.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 
 PAGE = "torchpulse.html"
 ALERTS_JSON = "torchpulse-alerts.json"
+_ICON = '<link rel="icon" href="swallow.ico">'  # asv's, beside index.html
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -153,7 +154,7 @@ def render(summary: Summary) -> str:
                if regressions else "<p>No regression is active at the newest commit.</p>")
     body = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        "<title>torchpulse summary</title>", f"<style>{_STYLE}</style></head><body>",
+        "<title>torchpulse summary</title>", _ICON, f"<style>{_STYLE}</style></head><body>",
         '<nav><a href="index.html">asv: benchmark grid</a>'
         '<a href="index.html#/regressions">asv: regressions</a>'
         f'<a href="{ALERTS_JSON}">alerts as JSON</a></nav>',
@@ -178,7 +179,7 @@ def render(summary: Summary) -> str:
 def unavailable(reason: str) -> str:
     """The page when no summary can be built (say, the config's repo is remote)."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>torchpulse summary</title><style>{_STYLE}</style></head><body>"
+            f"<title>torchpulse summary</title>{_ICON}<style>{_STYLE}</style></head><body>"
             '<nav><a href="index.html">asv: benchmark grid</a></nav>'
             "<h1>torchpulse summary</h1>"
             f'<p class="regression">No summary: {escape(reason)}</p></body></html>\n')

@@ -76,13 +76,14 @@ KINDS = ("step", "noise", "improvement", "spike")
 
 
 def plan(per_cell: int, noise_series: int, commits: int, rng: np.random.Generator,
-         kinds: tuple[str, ...] = KINDS) -> list[Truth]:
+         kinds: tuple[str, ...] = KINDS, sizes: tuple[float, ...] = STEP_SIZES,
+         distances: tuple[int, ...] = DISTANCES) -> list[Truth]:
     """The series of a project: ``per_cell`` per (step size, distance, cv) and per cv for
     improvements and spikes, ``noise_series`` pure-noise series per cv."""
     truths: list[Truth] = []
     for cv in NOISE_CVS:
         tag = f"cv{round(cv * 100)}"
-        for size, distance in itertools.product(STEP_SIZES, DISTANCES):
+        for size, distance in itertools.product(sizes, distances):
             if "step" not in kinds or distance >= commits:
                 continue
             name = f"synthetic.Step.time_{tag}_up{round(size * 100)}_d{distance}"
@@ -128,14 +129,16 @@ CONF = {
 
 
 def build(path: Path, *, commits: int = 60, per_cell: int = 40, noise_series: int = 400,
-          seed: int = 0, noise: NoiseModel | None = None,
-          kinds: tuple[str, ...] = KINDS) -> list[Truth]:
+          seed: int = 0, noise: NoiseModel | None = None, kinds: tuple[str, ...] = KINDS,
+          sizes: tuple[float, ...] = STEP_SIZES,
+          distances: tuple[int, ...] = DISTANCES) -> list[Truth]:
     """Write a synthetic project into the empty directory ``path``; return its truth (also
-    saved as ``truth.json`` beside the results, where no detector looks)."""
+    saved as ``truth.json`` beside the results, where no detector looks). ``sizes`` and
+    ``distances`` choose the planted steps (every combination, per noise level)."""
     noise = noise or NoiseModel()
     rng = np.random.default_rng(seed)
     shas = _git_repo(path, commits)
-    truths = plan(per_cell, noise_series, commits, rng, kinds)
+    truths = plan(per_cell, noise_series, commits, rng, kinds, sizes, distances)
     (path / "asv.conf.json").write_text(json.dumps(CONF, indent=2) + "\n")
     machine_info = {"machine": MACHINE, "arch": "x86_64", "cpu": "synthetic", "num_cpu": "2",
                     "os": "Linux", "ram": "1", "version": 1}
