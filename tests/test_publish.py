@@ -56,10 +56,10 @@ def test_publish_twice_gives_the_same_site(project):
     assert run_publish(project) == 0
     second = tree(project / "html")
     assert first.keys() == second.keys()
-    # asv stamps each build's time into index.json and its graphs: compare the rest
-    same = [k for k in first if first[k] == second[k]]
-    assert "index.html" in same and summary_page.PAGE in same
-    assert all(k in same for k in first if k.startswith(site_assets.VENDOR_DIR))
+    # asv's own info.json and regressions files vary from run to run (a timestamp, the
+    # order of the regressions); everything else, ours included, is the same
+    differ = {k for k in first if first[k] != second[k]}
+    assert differ <= {"info.json", "regressions.json", "regressions.xml"}
 
 
 def test_missing_assets_keep_the_previous_site(project, tmp_path, capsys):
