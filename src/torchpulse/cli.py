@@ -643,6 +643,89 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_serve)
 
 
+def _names(values: list[str] | None) -> list[str] | None:
+    """--model-filter a b, or a,b (upstream takes one comma-separated string)."""
+    if not values:
+        return None
+    return [n for v in values for n in v.split(",") if n]
+
+
+def cmd_autograd(args: argparse.Namespace) -> int:
+    if args.action == "compare":
+        return _autograd_compare(args)
+    import torch
+
+    from torchpulse.autograd import run, table
+    from torchpulse.presets import resolve_preset
+
+    try:
+        pairs = run.select(_names(args.model_filter), _names(args.task_filter))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.gpu == -2:
+        args.gpu = 0 if torch.cuda.is_available() else -1
+    if args.gpu >= 0 and not (torch.cuda.is_available() and args.gpu < torch.cuda.device_count()):
+        raise UsageError(f"--gpu {args.gpu}: no such CUDA device here (use --gpu -1 for CPU)")
+    device = torch.device("cpu" if args.gpu < 0 else f"cuda:{args.gpu}")
+    preset = resolve_preset(args.preset, device.type)
+    threads = args.num_threads or preset.num_threads
+    if threads:
+        torch.set_num_threads(threads)
+    timings = []
+    for model, task in pairs:
+        t = run.run_model(model, task, device, preset.name, args.num_iters, args.seed)
+        timings.append(t)
+        print(f"Results for model {t.model} on task {t.task}: {t.mean}s (var: {t.var})",
+              flush=True)
+    if args.output:
+        _write_output(table.to_markdown(timings), args.output)
+    return EXIT_OK
+
+
+def _autograd_compare(args: argparse.Namespace) -> int:
+    from torchpulse.autograd import table
+
+    try:
+        before, after = table.read(Path(args.before)), table.read(Path(args.after))
+    except table.TableError as exc:
+        raise UsageError(str(exc)) from None
+    if not set(before) & set(after):
+        raise UsageError(f"{args.before} and {args.after} have no (model, task) in common")
+    sys.stdout.write(table.compare(before, after))
+    return EXIT_OK
+
+
+def _add_autograd_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "autograd", help="time torch.autograd.functional tasks over the models (upstream's "
+        "functional_autograd_benchmark)",
+        description="Run each model's tasks (vjp, jvp, vhp, hvp, jacobian, hessian and the "
+        "vectorised jacfwd, jacrev, hessian_fwdrev, hessian_revrev) as upstream's "
+        "functional_autograd_benchmark: one warm-up call, then --num-iters timed calls; "
+        "--output writes its markdown table (| model | task | mean | var |, seconds). "
+        "`torchpulse autograd compare BEFORE AFTER` prints two tables side by side.",
+    )
+    p.add_argument("--model-filter", nargs="+", metavar="M", help="models to run (names, "
+                   "or one comma-separated list; default: all)")
+    p.add_argument("--task-filter", nargs="+", metavar="T", help="tasks to run (default: "
+                   "each model's own)")
+    p.add_argument("--num-iters", type=_non_negative_int, default=10,
+                   help="timed calls per pair (default: 10; 0: the warm-up only)")
+    p.add_argument("--gpu", type=int, default=-2, help="GPU index, -1 for the CPU, -2 "
+                   "(default) for a GPU when there is one")
+    p.add_argument("--num-threads", type=_positive_int, help="torch threads (default: the "
+                   "preset's: 1 for cpu and smoke, torch's own for cuda)")
+    p.add_argument("--preset", help="sizes: cuda (upstream's), cpu or smoke (default: "
+                   "$TORCHPULSE_PRESET, else by device)")
+    p.add_argument("--seed", type=_non_negative_int, default=0)
+    p.add_argument("--output", metavar="FILE", help="write the markdown table here")
+    p.set_defaults(func=cmd_autograd, action=None)
+    actions = p.add_subparsers(dest="action", metavar="compare")
+    c = actions.add_parser("compare", help="before/after/speedup table of two outputs")
+    c.add_argument("before", metavar="BEFORE")
+    c.add_argument("after", metavar="AFTER")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="torchpulse", description="Performance-regression tracking for PyTorch workloads."
@@ -676,6 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluate_parser(sub)
     _add_publish_parser(sub)
     _add_serve_parser(sub)
+    _add_autograd_parser(sub)
     return parser
 
 

@@ -48,12 +48,15 @@ class Bottleneck(nn.Module):
     expansion = 4
 
     def __init__(
-        self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None
+        self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None,
+        dilation: int = 1,
     ) -> None:
         super().__init__()
         self.conv1 = conv1x1(inplanes, planes)
         self.bn1 = nn.BatchNorm2d(planes)
-        self.conv2 = conv3x3(planes, planes, stride)  # stride on the 3x3, as torchvision (v1.5)
+        # stride on the 3x3, as torchvision (v1.5); dilation for segmentation backbones
+        self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=stride, padding=dilation,
+                               dilation=dilation, bias=False)
         self.bn2 = nn.BatchNorm2d(planes)
         self.conv3 = conv1x1(planes, planes * self.expansion)
         self.bn3 = nn.BatchNorm2d(planes * self.expansion)
@@ -73,18 +76,21 @@ class Bottleneck(nn.Module):
 class ResNet(nn.Module):
     def __init__(
         self, block: type[BasicBlock] | type[Bottleneck], layers: list[int],
-        num_classes: int = 1000,
+        num_classes: int = 1000, dilate: tuple[bool, bool, bool] = (False, False, False),
     ) -> None:
+        """``dilate``: replace the stride of layer2..4 by dilation (torchvision's
+        replace_stride_with_dilation; Bottleneck only), as FCN and DeepLab backbones do."""
         super().__init__()
         self.inplanes = 64
+        self.dilation = 1
         self.conv1 = nn.Conv2d(3, 64, kernel_size=7, stride=2, padding=3, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
         self.layer1 = self._make_layer(block, 64, layers[0])
-        self.layer2 = self._make_layer(block, 128, layers[1], stride=2)
-        self.layer3 = self._make_layer(block, 256, layers[2], stride=2)
-        self.layer4 = self._make_layer(block, 512, layers[3], stride=2)
+        self.layer2 = self._make_layer(block, 128, layers[1], stride=2, dilate=dilate[0])
+        self.layer3 = self._make_layer(block, 256, layers[2], stride=2, dilate=dilate[1])
+        self.layer4 = self._make_layer(block, 512, layers[3], stride=2, dilate=dilate[2])
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
         self.fc = nn.Linear(512 * block.expansion, num_classes)
         for m in self.modules():
@@ -96,24 +102,31 @@ class ResNet(nn.Module):
 
     def _make_layer(
         self, block: type[BasicBlock] | type[Bottleneck], planes: int, blocks: int,
-        stride: int = 1,
+        stride: int = 1, dilate: bool = False,
     ) -> nn.Sequential:
+        previous = self.dilation
+        if dilate:
+            self.dilation *= stride
+            stride = 1
+        kw = (lambda d: {"dilation": d}) if block is Bottleneck else (lambda d: {})
         downsample = None
         if stride != 1 or self.inplanes != planes * block.expansion:
             downsample = nn.Sequential(
                 conv1x1(self.inplanes, planes * block.expansion, stride),
                 nn.BatchNorm2d(planes * block.expansion),
             )
-        layers = [block(self.inplanes, planes, stride, downsample)]
+        layers = [block(self.inplanes, planes, stride, downsample, **kw(previous))]
         self.inplanes = planes * block.expansion
-        layers += [block(self.inplanes, planes) for _ in range(1, blocks)]
+        layers += [block(self.inplanes, planes, **kw(self.dilation)) for _ in range(1, blocks)]
         return nn.Sequential(*layers)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def features(self, x: Tensor) -> Tensor:
+        """The last stage's feature map (what detection and segmentation heads use)."""
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        x = torch.flatten(self.avgpool(x), 1)
-        return self.fc(x)
+        return self.layer4(self.layer3(self.layer2(self.layer1(x))))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
 def own_resnet18(num_classes: int = 1000) -> ResNet:
