@@ -60,3 +60,31 @@ def warm_up(built: Workload, kind: str) -> None:
     for _ in range(min(built.runner.settle_iterations, built.preset.warmup)):
         run()
     _warm.add((id(built), kind))
+
+
+@functools.cache
+def autograd_task(model: str, task: str):  # -> torchpulse.autograd.run.Prepared
+    """A functional-autograd (model, task) pair built at the device's preset and warmed up
+    once per process. NotImplementedError (asv's "skipped") for a pair the model does not
+    run (deepspeech has no double backward; most models run vjp, vhp and jvp only)."""
+    import torch
+
+    from torchpulse.autograd.models import BY_NAME, is_supported
+    from torchpulse.autograd.run import Prepared
+
+    if not is_supported(model, task):
+        raise NotImplementedError(f"{model} does not run {task}")
+    preset = resolve_preset(device=device())
+    if preset.num_threads:
+        torch.set_num_threads(preset.num_threads)
+    prepared = Prepared(BY_NAME[model], task, torch.device(device()), preset.name, preset.seed)
+    prepared.call()  # warm-up, outside any timed region
+    return prepared
+
+
+def synchronize() -> None:
+    """Wait for the device, so a timed region ends when its work does."""
+    if device() == "cuda":
+        import torch
+
+        torch.cuda.synchronize()

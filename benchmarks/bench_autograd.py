@@ -1,0 +1,31 @@
+"""torch.autograd.functional tasks over the functional-autograd models (upstream's
+functional_autograd_benchmark): one timed call of the task per sample."""
+
+from ._common import _suite, _suite_error
+
+MODELS = ["resnet18", "fcn_resnet", "detr", "ppl_simple_reg", "ppl_robust_reg", "wav2letter",
+          "deepspeech", "transformer", "multiheadattn"]
+TASKS = ["vjp", "jvp", "vhp", "hvp", "jacobian", "hessian", "jacfwd", "jacrev",
+         "hessian_fwdrev", "hessian_revrev"]
+
+
+class FunctionalAutograd:
+    version = "1"
+    params = [MODELS, TASKS]
+    param_names = ["model", "task"]
+    # built and warmed up once per process (torchpulse.suite); 5 to 20 samples within 0.5 s
+    rounds = 1
+    number = 1
+    warmup_time = 0.0
+    repeat = (5, 20, 0.5)
+
+    def setup(self, model, task):
+        if _suite is None:
+            raise NotImplementedError(f"torchpulse.suite missing: {_suite_error}")
+        if not hasattr(_suite, "autograd_task"):
+            raise NotImplementedError("this commit's torchpulse has no functional-autograd suite")
+        self.prepared = _suite.autograd_task(model, task)  # unsupported pairs: skipped
+
+    def time_task(self, model, task):
+        self.prepared.call()
+        _suite.synchronize()
