@@ -570,13 +570,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
     conf_path, conf = _conf(args.config)
     node_modules = site_assets.find_node_modules(args.assets, conf_path.parent)
     try:
-        published = publish.publish(
+        html_dir = publish.publish(
             conf_path, conf, node_modules, range_spec=args.range, pull=not args.no_pull,
             html_dir=Path(args.html_dir) if args.html_dir else None,
             progress=lambda message: print(message, flush=True))
     except (site_assets.AssetError, publish.PublishError) as exc:
         raise UsageError(str(exc)) from None
-    print(f"site written to {published.html_dir}/ (self-contained); view it with "
+    print(f"site written to {html_dir}/ (self-contained); view it with "
           f"`torchpulse serve`, or copy the folder to any static host")
     return EXIT_OK
 

@@ -8,13 +8,11 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from torchpulse import site_assets, summary_page
 from torchpulse.alert_report import to_json
 from torchpulse.series import SeriesError
-from torchpulse.site_assets import Vendored
 from torchpulse.summary import Summary, build
 
 # asv's navigation bar (on every asv view, all in index.html) gets a link to our page.
@@ -25,14 +23,6 @@ NAV_LINK = (f'<li id="nav-li-torchpulse"><a href="{summary_page.PAGE}">torchpuls
 
 class PublishError(RuntimeError):
     """asv publish failed, or the site could not be completed."""
-
-
-@dataclass(frozen=True)
-class Published:
-    html_dir: Path
-    vendored: list[Vendored]
-    summary: Summary | None
-    summary_error: str | None  # why there is no summary (the page says so too)
 
 
 def add_nav_link(index: Path) -> None:
@@ -88,8 +78,8 @@ def _swap(new: Path, target: Path) -> None:
 
 def publish(conf_path: Path, conf: dict, node_modules: Path, *, html_dir: Path | None = None,
             range_spec: str | None = None, pull: bool = True,
-            progress: Callable[[str], None] = print) -> Published:
-    """Publish the site of the asv project at ``conf_path`` into its html_dir."""
+            progress: Callable[[str], None] = print) -> Path:
+    """Publish the site of the asv project at ``conf_path``; returns the html directory."""
     site_assets.check(node_modules)  # a missing asset stops us before anything changes
     target = html_dir or html_dir_of(conf_path, conf)
     scratch = target.with_name(target.name + ".partial")
@@ -115,5 +105,5 @@ def publish(conf_path: Path, conf: dict, node_modules: Path, *, html_dir: Path |
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    return Published(target, vendored, summary, error)
+    return target
 

@@ -60,7 +60,8 @@ def _unit(name: str, declared: dict[str, str]) -> str:
     return "unit"
 
 
-def _declared_units(results_dir: Path) -> dict[str, str]:
+def declared_benchmarks(results_dir: Path) -> dict[str, dict]:
+    """asv's benchmarks.json: each benchmark's declaration (unit, param_names ...)."""
     path = results_dir / "benchmarks.json"
     if not path.is_file():
         return {}
@@ -68,8 +69,12 @@ def _declared_units(results_dir: Path) -> dict[str, str]:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise SeriesError(f"{path}: cannot read ({exc})") from None
-    return {name: str(b.get("unit") or "unit") for name, b in data.items()
-            if isinstance(b, dict) and name != "version"}
+    return {name: b for name, b in data.items() if isinstance(b, dict)}
+
+
+def _declared_units(results_dir: Path) -> dict[str, str]:
+    return {name: str(b.get("unit") or "unit")
+            for name, b in declared_benchmarks(results_dir).items()}
 
 
 def _machines(results_dir: Path, only: str | None) -> list[str]:

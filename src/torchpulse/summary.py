@@ -11,7 +11,13 @@ from pathlib import Path
 
 from torchpulse.alert import Alert, Report, evaluate
 from torchpulse.detect import MIN_POINTS, Noise
-from torchpulse.series import Series, SeriesError, SeriesKey, branch_history, load_series
+from torchpulse.series import (
+    Series,
+    SeriesKey,
+    branch_history,
+    declared_benchmarks,
+    load_series,
+)
 
 # A change since the previous commit is marked when it exceeds this many standard deviations
 # of the difference of two runs (sqrt(2) * the series' noise): worth a look, not an alert.
@@ -80,13 +86,8 @@ class Summary:
 
 def declared_param_names(results_dir: Path) -> dict[str, tuple[str, ...]]:
     """Parameter names per benchmark, from asv's benchmarks.json."""
-    path = results_dir / "benchmarks.json"
-    try:
-        data = json.loads(path.read_text()) if path.is_file() else {}
-    except (OSError, ValueError) as exc:
-        raise SeriesError(f"{path}: cannot read ({exc})") from None
     return {name: tuple(str(p) for p in b.get("param_names") or ())
-            for name, b in data.items() if isinstance(b, dict)}
+            for name, b in declared_benchmarks(results_dir).items()}
 
 
 def _machine_info(results_dir: Path, machine: str) -> dict[str, str]:

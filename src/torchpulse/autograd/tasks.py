@@ -45,12 +45,11 @@ def task_function(task: str) -> Callable[..., object]:
     return getattr(functional, task)
 
 
-def make_v(fn: LossFn, inputs: Inputs, task: str, generator: torch.Generator | None = None
-           ) -> V:
+def make_v(fn: LossFn, inputs: Inputs, task: str) -> V:
     """The vector a task multiplies with: like the output for vjp, like the inputs for jvp,
     hvp and vhp, none for the full Jacobians and Hessians (uniform in [0, 1), as upstream)."""
     def like(t: Tensor) -> Tensor:
-        return torch.rand(t.shape, generator=generator, dtype=t.dtype).to(t.device)
+        return torch.rand(t.shape, dtype=t.dtype).to(t.device)
 
     if task == "vjp":
         with torch.no_grad():
