@@ -47,6 +47,16 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -726,6 +736,87 @@ def _add_autograd_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("after", metavar="AFTER")
 
 
+def cmd_dynamo(args: argparse.Namespace) -> int:
+    from torchpulse.compile import harness
+    from torchpulse.compile.config import ConfigError
+    from torchpulse.compile.providers import ProviderError
+    from torchpulse.compile.run import SelectionError
+    from torchpulse.presets import resolve_preset
+
+    device = _device(args.device)
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    size = args.size or resolve_preset(None, kind).name
+    mode = "performance" if args.performance else "accuracy"
+    output = Path(args.output) if args.output else harness.default_output(
+        mode, args.training, args.backend, kind)
+    if output.is_dir() or not output.parent.is_dir():
+        raise UsageError(f"--output {output}: not a file in an existing directory")
+    options = harness.Options(
+        mode=mode, training=args.training, backend=args.backend, device=device, size=size,
+        output=output, filters=args.filter or (), excludes=args.exclude or (),
+        repeat=args.repeat, batch_size=args.batch_size, timeout=args.timeout,
+        config=Path(args.config) if args.config else None, skip_slow=args.skip_slow,
+        no_skip=args.no_skip, models_from=args.models_from or (), threads=args.threads)
+    try:
+        results = harness.run(options, out=lambda line: print(line, flush=True))
+    except (ConfigError, ProviderError, SelectionError) as exc:
+        raise UsageError(str(exc)) from None
+    return EXIT_OK if all(r.passed for r in results) else EXIT_FAILED
+
+
+def _add_dynamo_parser(sub: argparse._SubParsersAction) -> None:
+    from torchpulse.compile.performance import BACKENDS
+    from torchpulse.compile.zoo import SIZES
+
+    p = sub.add_parser(
+        "dynamo", help="eager vs torch.compile over the model zoo (upstream's dynamo "
+        "benchmark harness: speedup, compile time, memory, accuracy)",
+        description="Run each zoo model eager and compiled, one model at a time in a worker "
+        "process, and write the CSV the upstream dynamo harness writes. --performance: "
+        "interleaved eager/compiled timings (speedup = median eager / median compiled), "
+        "compile time from a cold cache, peak memory. --accuracy: float64 reference, two "
+        "eager runs that must agree, compiled vs eager within the config's tolerance. "
+        "Ends with a summary; exit 1 when a model did not pass.",
+    )
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--performance", action="store_true", help="measure speed, compile "
+                      "time and memory")
+    what.add_argument("--accuracy", action="store_true", help="check compiled vs eager")
+    phase = p.add_mutually_exclusive_group(required=True)
+    phase.add_argument("--inference", dest="training", action="store_false",
+                       help="forward passes under no_grad, eval mode")
+    phase.add_argument("--training", dest="training", action="store_true",
+                       help="zero_grad, forward, loss, backward, train mode")
+    p.add_argument("--backend", choices=BACKENDS, default="inductor",
+                   help="torch.compile backend (default: inductor)")
+    p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--size", choices=SIZES, help="model sizes (default: $TORCHPULSE_PRESET, "
+                   "else cpu or cuda by device)")
+    p.add_argument("--filter", "-k", action="append", metavar="RE", help="run models "
+                   "whose name matches (repeatable; default: all)")
+    p.add_argument("--exclude", "-x", action="append", metavar="RE",
+                   help="leave out models whose name matches (repeatable)")
+    p.add_argument("--repeat", type=_positive_int, default=30, help="interleaved "
+                   "eager/compiled rounds (default: 30, as upstream)")
+    p.add_argument("--batch-size", type=_positive_int, help="one batch size for every model "
+                   "(default: the config's, else the model's for the size)")
+    p.add_argument("--timeout", type=_positive_float, default=600.0, help="seconds a model "
+                   "may take before it is killed and reported as timeout (default: 600)")
+    p.add_argument("--config", metavar="YAML", help="per-model settings (default: the "
+                   "built-in zoo.yaml): skip lists, batch sizes, tolerances, slow models")
+    p.add_argument("--skip-slow", action="store_true", help="leave out the config's slow "
+                   "models")
+    p.add_argument("--no-skip", action="store_true", help="ignore the config's skip lists")
+    p.add_argument("--models-from", action="append", metavar="FILE.py|MODULE",
+                   help="add the ModelSpec list MODELS of a file or module (repeatable)")
+    p.add_argument("--threads", type=_positive_int, help="torch threads in the worker "
+                   "(default: torch's)")
+    p.add_argument("--output", "-o", metavar="FILE.csv", help="the CSV (default: "
+                   "torchpulse_<backend>_<inference|training>_<device>_<mode>.csv); "
+                   "rewritten after each model")
+    p.set_defaults(func=cmd_dynamo)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="torchpulse", description="Performance-regression tracking for PyTorch workloads."
@@ -760,6 +851,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_publish_parser(sub)
     _add_serve_parser(sub)
     _add_autograd_parser(sub)
+    _add_dynamo_parser(sub)
     return parser
 
 

@@ -1,0 +1,78 @@
+"""``torchpulse dynamo``: run the selected models one by one in a worker process, print a line
+per model as it finishes, keep the CSV up to date after each, and end with the summary."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchpulse.compile import config as zoo_config
+from torchpulse.compile.providers import available_models
+from torchpulse.compile.report import ModelResult, format_summary, summarize, write_csv
+from torchpulse.compile.run import make_job, select
+from torchpulse.compile.worker import Worker
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str  # performance | accuracy
+    training: bool
+    backend: str
+    device: str
+    size: str
+    output: Path
+    filters: Sequence[str] = ()
+    excludes: Sequence[str] = ()
+    repeat: int = 30
+    batch_size: int | None = None
+    timeout: float = 600.0
+    config: Path | None = None
+    skip_slow: bool = False
+    no_skip: bool = False
+    models_from: Sequence[str] = ()
+    threads: int | None = None
+
+
+def default_output(mode: str, training: bool, backend: str, device: str) -> Path:
+    kind = "training" if training else "inference"
+    return Path(f"torchpulse_{backend}_{kind}_{device}_{mode}.csv")
+
+
+def _line(device: str, kind: str, r: ModelResult, mode: str) -> str:
+    head = f"{device:4s} {kind:5s} {r.name:24s}"
+    if mode == "performance" and r.passed:
+        return (f"{head} {r.speedup:7.3f}x  {r.abs_latency_ms:9.3f} ms  compile "
+                f"{r.compilation_latency:6.2f} s  memory {r.compression_ratio:.2f}x")
+    detail = f"  ({r.detail})" if r.detail and not r.passed else ""
+    return f"{head} {r.status}{detail}"
+
+
+def run(options: Options, out: Callable[[str], None] = print) -> list[ModelResult]:
+    """Run the models, writing ``options.output`` after each; the results in run order.
+    Bad input (config, models file, filters) raises ValueError subclasses before anything
+    runs or is written."""
+    cfg = zoo_config.load(options.config)
+    models = available_models(options.models_from)
+    cfg.check_names(models)
+    chosen, skipped = select(models, cfg, options.device, options.filters, options.excludes,
+                             options.skip_slow, options.no_skip)
+    kind = "train" if options.training else "eval"
+    out(f"== {options.mode}, {'training' if options.training else 'inference'}, backend "
+        f"{options.backend}, {options.device}, size {options.size}: {len(chosen)} model(s)"
+        + (f", {len(skipped)} left out" if skipped else ""))
+    for name, reason in skipped:
+        out(f"   left out {name}: {reason}")
+    results: list[ModelResult] = []
+    with Worker(options.models_from, options.threads) as worker:
+        for name in chosen:
+            job = make_job(models[name], cfg, options.mode, options.training, options.backend,
+                           options.device, options.size, options.repeat, options.batch_size)
+            result = worker.run(job, options.timeout)
+            results.append(result)
+            out(_line(options.device, kind, result, options.mode))
+            write_csv(options.output, options.mode, options.device, results)
+    out(f"== summary ({options.output})")
+    for line in format_summary(summarize(options.mode, results)):
+        out("   " + line)
+    return results
