@@ -394,3 +394,19 @@ def test_cli_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, a
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert out.read_text() == "previous\n"
+
+
+# --- the asv suite's measurements -------------------------------------------------------------
+
+def test_tracking_measures_every_model_and_backend_once():
+    from torchpulse.compile.tracking import measure_zoo
+
+    zoo = measure_zoo(["mlp", "control_flow", "not_in_this_zoo"], ["aot_eager"], "smoke",
+                      "cpu", repeat=3)
+    assert set(zoo["models"]) == {("mlp", "aot_eager"), ("control_flow", "aot_eager")}
+    for tracked in zoo["models"].values():
+        assert tracked.status == "pass"
+        assert tracked.step_seconds > 0 and tracked.latency_ratio > 0
+        assert tracked.compile_seconds >= 0
+    assert zoo["failure_rate"] == {"aot_eager": 0.0}
+

@@ -128,3 +128,29 @@ def test_stub_suites_match_the_importers_catalog(capsys):
         bench.set_param_idx(0)
         assert bench.do_setup() is True  # skipped: asv records a skip if anyone runs a stub
     assert capsys.readouterr().out.count("imported results only") == len(found)
+
+
+def test_bench_compile_covers_the_zoo_and_measures_it_once():
+    """Every zoo model is tracked, and asv sees one setup_cache for both classes (the zoo is
+    measured once per commit, not once per class)."""
+    from asv_runner.discovery import disc_benchmarks
+
+    from torchpulse.compile.performance import BACKENDS
+    from torchpulse.compile.zoo import ZOO
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        bench_compile = importlib.import_module("benchmarks.bench_compile")
+        found = [b for b in disc_benchmarks(str(ROOT / "benchmarks"))
+                 if b.name.startswith("bench_compile.")]
+    finally:
+        sys.path.remove(str(ROOT))
+    assert bench_compile.MODELS == [m.name for m in ZOO]
+    assert set(bench_compile.BACKENDS) <= set(BACKENDS)
+    assert {b.name for b in found} == {
+        "bench_compile.CompiledModel.track_step_time",
+        "bench_compile.CompiledModel.track_latency_ratio",
+        "bench_compile.CompiledModel.track_compile_time",
+        "bench_compile.CompiledModel.track_memory_ratio",
+        "bench_compile.CompileZoo.track_failure_rate"}
+    assert len({b.setup_cache_key for b in found}) == 1

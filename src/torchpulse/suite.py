@@ -88,3 +88,12 @@ def synchronize() -> None:
         import torch
 
         torch.cuda.synchronize()
+
+
+def compile_zoo(models: list[str], backends: list[str]) -> dict:
+    """The compile suite's measurements of every (model, backend) at the device's preset, in
+    this process (asv's setup_cache): see torchpulse.compile.tracking."""
+    from torchpulse.compile.tracking import measure_zoo
+
+    preset = resolve_preset(device=device())
+    return measure_zoo(models, backends, preset.name, device(), threads=preset.num_threads)

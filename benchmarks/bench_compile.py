@@ -1,0 +1,69 @@
+"""Eager vs torch.compile over the zoo (what `torchpulse dynamo` measures), inference at the
+device's preset. One process measures every model under every backend (asv's setup_cache,
+shared by both classes); the track_* benchmarks read its numbers. Each compile starts from an
+empty inductor cache, so a rerun never times a warm cache."""
+
+from ._common import _suite
+
+MODELS = ["cnn_bn", "resnet18", "lstm", "transformer_encoder", "mlp", "attention",
+          "embedding_bag", "control_flow"]
+BACKENDS = ["aot_eager", "inductor"]
+
+
+def _measure_zoo(self):
+    if _suite is None or not hasattr(_suite, "compile_zoo"):
+        return None  # an older package: the benchmarks skip in setup
+    return _suite.compile_zoo(MODELS, BACKENDS)
+
+
+_measure_zoo.timeout = 1800
+
+
+class CompiledModel:
+    version = "1"
+    params = [MODELS, BACKENDS]
+    param_names = ["model", "backend"]
+    setup_cache = _measure_zoo
+
+    def setup(self, zoo, model, backend):
+        if zoo is None:
+            raise NotImplementedError("this commit's torchpulse has no compile suite")
+        if (model, backend) not in zoo["models"]:
+            raise NotImplementedError(f"{model} is not in this commit's zoo")
+        self.tracked = zoo["models"][(model, backend)]
+
+    def track_step_time(self, zoo, model, backend):
+        return self.tracked.step_seconds  # nan: it failed to compile or run
+
+    track_step_time.unit = "seconds"
+
+    def track_latency_ratio(self, zoo, model, backend):
+        return self.tracked.latency_ratio
+
+    track_latency_ratio.unit = "compiled/eager"
+
+    def track_compile_time(self, zoo, model, backend):
+        return self.tracked.compile_seconds
+
+    track_compile_time.unit = "seconds"
+
+    def track_memory_ratio(self, zoo, model, backend):
+        return self.tracked.memory_ratio
+
+    track_memory_ratio.unit = "compiled/eager"
+
+
+class CompileZoo:
+    version = "1"
+    params = [BACKENDS]
+    param_names = ["backend"]
+    setup_cache = _measure_zoo
+
+    def setup(self, zoo, backend):
+        if zoo is None:
+            raise NotImplementedError("this commit's torchpulse has no compile suite")
+
+    def track_failure_rate(self, zoo, backend):
+        return zoo["failure_rate"][backend]
+
+    track_failure_rate.unit = "failed/models"
