@@ -378,18 +378,32 @@ def test_cli_accuracy_reports_statuses_and_exits_1_on_failure(tmp_path, capsys):
     assert "FileNotFoundError: weights.bin" in printed
 
 
+def test_cli_list_shows_models_sources_and_config_notes(tmp_path, capsys):
+    cfg = tmp_path / "zoo.yaml"
+    cfg.write_text("skip: {cuda: [faulty_exit]}\nnon_deterministic: [faulty_flaky]\n")
+    assert main(["dynamo", "--list", "--models-from", FAULTY, "--config", str(cfg)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert set(lines) == set(ZOO_BY_NAME) | set(FAULTY_BY_NAME)
+    assert "zoo" in lines["cnn_bn"] and "batch norm" in lines["cnn_bn"]
+    assert "faulty_models.py" in lines["fine_linear"]
+    assert "[skip: cuda]" in lines["faulty_exit"] and "non_deterministic" in lines["faulty_flaky"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["-k", "^nothing$"], "no model to run"),
     (["--config", "/nonexistent.yaml"], "cannot read"),
     (["--models-from", "/nonexistent.py"], "no such models file"),
     (["--output", "/nonexistent/dir/x.csv"], "not a file in an existing directory"),
     (["--device", "tpu"], "unsupported device"),
+    (["--no-mode"], "say --performance or --accuracy"),
 ])
 def test_cli_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "keep.csv"
     out.write_text("previous\n")
     argv = ["dynamo", "--accuracy", "--inference", "--size", "smoke", "--device", "cpu",
             "--output", str(out), *args]
+    if args == ["--no-mode"]:
+        argv = [a for a in argv if a not in ("--accuracy", "--no-mode")]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1

@@ -743,6 +743,11 @@ def cmd_dynamo(args: argparse.Namespace) -> int:
     from torchpulse.compile.run import SelectionError
     from torchpulse.presets import resolve_preset
 
+    if args.list:
+        return _dynamo_list(args)
+    if not (args.performance or args.accuracy) or args.training is None:
+        raise UsageError("say --performance or --accuracy, and --inference or --training "
+                         "(or --list)")
     device = _device(args.device)
     kind = "cuda" if device.startswith("cuda") else "cpu"
     size = args.size or resolve_preset(None, kind).name
@@ -764,6 +769,26 @@ def cmd_dynamo(args: argparse.Namespace) -> int:
     return EXIT_OK if all(r.passed for r in results) else EXIT_FAILED
 
 
+def _dynamo_list(args: argparse.Namespace) -> int:
+    from torchpulse.compile.config import ConfigError, load
+    from torchpulse.compile.providers import ProviderError, available_models
+
+    try:
+        cfg = load(Path(args.config) if args.config else None)
+        models = available_models(args.models_from or ())
+        cfg.check_names(models)
+    except (ConfigError, ProviderError) as exc:
+        raise UsageError(str(exc)) from None
+    for name, spec in models.items():
+        notes = [reason for device in ("cpu", "cuda")
+                 if (reason := cfg.skip_reason(name, device, skip_slow=True))]
+        if name in cfg.non_deterministic:
+            notes.append("non_deterministic")
+        extra = f"  [{'; '.join(dict.fromkeys(notes))}]" if notes else ""
+        print(f"{name:24s} {spec.source:12s} {spec.description}{extra}")
+    return EXIT_OK
+
+
 def _add_dynamo_parser(sub: argparse._SubParsersAction) -> None:
     from torchpulse.compile.performance import BACKENDS
     from torchpulse.compile.zoo import SIZES
@@ -778,11 +803,13 @@ def _add_dynamo_parser(sub: argparse._SubParsersAction) -> None:
         "eager runs that must agree, compiled vs eager within the config's tolerance. "
         "Ends with a summary; exit 1 when a model did not pass.",
     )
-    what = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--list", action="store_true", help="list the models (zoo, providers, "
+                   "--models-from) with the config's notes, and exit")
+    what = p.add_mutually_exclusive_group()
     what.add_argument("--performance", action="store_true", help="measure speed, compile "
                       "time and memory")
     what.add_argument("--accuracy", action="store_true", help="check compiled vs eager")
-    phase = p.add_mutually_exclusive_group(required=True)
+    phase = p.add_mutually_exclusive_group()
     phase.add_argument("--inference", dest="training", action="store_false",
                        help="forward passes under no_grad, eval mode")
     phase.add_argument("--training", dest="training", action="store_true",
@@ -814,7 +841,7 @@ def _add_dynamo_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", metavar="FILE.csv", help="the CSV (default: "
                    "torchpulse_<backend>_<inference|training>_<device>_<mode>.csv); "
                    "rewritten after each model")
-    p.set_defaults(func=cmd_dynamo)
+    p.set_defaults(func=cmd_dynamo, training=None)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -39,8 +39,8 @@ def default_output(mode: str, training: bool, backend: str, device: str) -> Path
     return Path(f"torchpulse_{backend}_{kind}_{device}_{mode}.csv")
 
 
-def _line(device: str, kind: str, r: ModelResult, mode: str) -> str:
-    head = f"{device:4s} {kind:5s} {r.name:24s}"
+def _line(device: str, kind: str, r: ModelResult, mode: str, place: str) -> str:
+    head = f"{place} {device:4s} {kind:5s} {r.name:24s}"
     if mode == "performance" and r.passed:
         return (f"{head} {r.speedup:7.3f}x  {r.abs_latency_ms:9.3f} ms  compile "
                 f"{r.compilation_latency:6.2f} s  memory {r.compression_ratio:.2f}x")
@@ -65,12 +65,13 @@ def run(options: Options, out: Callable[[str], None] = print) -> list[ModelResul
         out(f"   left out {name}: {reason}")
     results: list[ModelResult] = []
     with Worker(options.models_from, options.threads) as worker:
-        for name in chosen:
+        for i, name in enumerate(chosen, 1):
             job = make_job(models[name], cfg, options.mode, options.training, options.backend,
                            options.device, options.size, options.repeat, options.batch_size)
             result = worker.run(job, options.timeout)
             results.append(result)
-            out(_line(options.device, kind, result, options.mode))
+            place = f"[{i}/{len(chosen)}]".rjust(2 * len(str(len(chosen))) + 3)
+            out(_line(options.device, kind, result, options.mode, place))
             write_csv(options.output, options.mode, options.device, results)
     out(f"== summary ({options.output})")
     for line in format_summary(summarize(options.mode, results)):

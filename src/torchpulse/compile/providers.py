@@ -7,6 +7,7 @@ Provider models are named ``<provider>.<model>`` so they never shadow a zoo mode
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import sys
@@ -99,7 +100,8 @@ def models_from(source: str) -> list[ModelSpec]:
                                                         for m in models):
         raise ProviderError(f"{source}: MODELS must be a list of "
                             "torchpulse.compile.zoo.ModelSpec")
-    return list(models)
+    label = Path(source).name if source.endswith(".py") else source
+    return [dataclasses.replace(m, source=label) if m.source == "zoo" else m for m in models]
 
 
 def available_models(extra: Iterable[str] = ()) -> dict[str, ModelSpec]:

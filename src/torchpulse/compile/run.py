@@ -16,8 +16,6 @@ from torchpulse.compile.report import ModelResult, error_line
 from torchpulse.compile.steps import prepare
 from torchpulse.compile.zoo import ModelSpec
 
-MODES = ("performance", "accuracy")
-
 
 class SelectionError(ValueError):
     """Filters that are not regular expressions, or that leave nothing to run."""

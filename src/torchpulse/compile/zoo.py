@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -31,7 +31,6 @@ class ModelSpec:
     batch_size: dict[str, int]  # default batch size per size
     source: str = "zoo"
     description: str = ""
-    dims: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def default_batch_size(self, size: str) -> int:
         return self.batch_size.get(size) or self.batch_size.get("cpu") or 1
@@ -271,21 +270,19 @@ def _control_flow(size: str, batch: int, gen: torch.Generator):
 
 ZOO: tuple[ModelSpec, ...] = (
     ModelSpec("cnn_bn", _cnn_bn, {"smoke": 2, "cpu": 8, "cuda": 64},
-              description="conv / batch norm / relu stack", dims=_CNN),
+              description="conv / batch norm / relu stack"),
     ModelSpec("resnet18", _resnet18, {"smoke": 2, "cpu": 2, "cuda": 32},
-              description="ResNet-18 (torchvision's architecture, torchpulse's code)",
-              dims=_RESNET),
+              description="ResNet-18 (torchvision's architecture, torchpulse's code)"),
     ModelSpec("lstm", _lstm, {"smoke": 2, "cpu": 8, "cuda": 64},
-              description="LSTM tagger, a Python loop over time steps", dims=_LSTM),
+              description="LSTM tagger, a Python loop over time steps"),
     ModelSpec("transformer_encoder", _transformer_encoder, {"smoke": 2, "cpu": 4, "cuda": 32},
-              description="nn.TransformerEncoder", dims=_ENCODER),
+              description="nn.TransformerEncoder"),
     ModelSpec("mlp", _mlp, {"smoke": 4, "cpu": 64, "cuda": 256},
-              description="residual MLP with layer norm and GELU", dims=_MLP),
+              description="residual MLP with layer norm and GELU"),
     ModelSpec("attention", _attention, {"smoke": 2, "cpu": 4, "cuda": 16},
-              description="causal self-attention block (SDPA)", dims=_ATTENTION),
+              description="causal self-attention block (SDPA)"),
     ModelSpec("embedding_bag", _embedding_bag, {"smoke": 4, "cpu": 128, "cuda": 2048},
-              description="DLRM-style recommender: EmbeddingBag tables, dot interaction",
-              dims=_RECOMMENDER),
+              description="DLRM-style recommender: EmbeddingBag tables, dot interaction"),
     ModelSpec("control_flow", _control_flow, {"smoke": 4, "cpu": 64, "cuda": 512},
-              description="data-dependent if/while: graph breaks", dims=_CONTROL),
+              description="data-dependent if/while: graph breaks"),
 )
