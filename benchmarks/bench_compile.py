@@ -33,22 +33,22 @@ class CompiledModel:
         self.tracked = zoo["models"][(model, backend)]
 
     def track_step_time(self, zoo, model, backend):
-        return self.tracked.step_seconds  # nan: it failed to compile or run
+        return self.tracked["step_seconds"]  # nan: it failed to compile or run
 
     track_step_time.unit = "seconds"
 
     def track_latency_ratio(self, zoo, model, backend):
-        return self.tracked.latency_ratio
+        return self.tracked["latency_ratio"]
 
     track_latency_ratio.unit = "compiled/eager"
 
     def track_compile_time(self, zoo, model, backend):
-        return self.tracked.compile_seconds
+        return self.tracked["compile_seconds"]
 
     track_compile_time.unit = "seconds"
 
     def track_memory_ratio(self, zoo, model, backend):
-        return self.tracked.memory_ratio
+        return self.tracked["memory_ratio"]
 
     track_memory_ratio.unit = "compiled/eager"
 

@@ -154,3 +154,18 @@ def test_bench_compile_covers_the_zoo_and_measures_it_once():
         "bench_compile.CompiledModel.track_memory_ratio",
         "bench_compile.CompileZoo.track_failure_rate"}
     assert len({b.setup_cache_key for b in found}) == 1
+
+
+def test_compile_zoo_hands_asv_plain_data(monkeypatch):
+    """setup_cache's value is unpickled once per parameter combination: no torchpulse
+    classes in it (each would import the compile package again)."""
+    import pickle
+    import pickletools
+
+    monkeypatch.setenv("TORCHPULSE_PRESET", "smoke")
+    zoo = suite.compile_zoo(["mlp"], ["eager"])
+    assert zoo["models"][("mlp", "eager")]["status"] == "pass"
+    assert zoo["models"][("mlp", "eager")]["latency_ratio"] > 0
+    assert zoo["failure_rate"] == {"eager": 0.0}
+    opcodes = {op.name for op, _, _ in pickletools.genops(pickle.dumps(zoo))}
+    assert not opcodes & {"GLOBAL", "STACK_GLOBAL", "REDUCE"}

@@ -92,8 +92,15 @@ def synchronize() -> None:
 
 def compile_zoo(models: list[str], backends: list[str]) -> dict:
     """The compile suite's measurements of every (model, backend) at the device's preset, in
-    this process (asv's setup_cache): see torchpulse.compile.tracking."""
+    this process (asv's setup_cache): see torchpulse.compile.tracking.
+
+    Plain dicts, floats and strings only: asv unpickles this once per parameter combination,
+    and unpickling torchpulse classes would import the compile package each time."""
+    import dataclasses
+
     from torchpulse.compile.tracking import measure_zoo
 
     preset = resolve_preset(device=device())
-    return measure_zoo(models, backends, preset.name, device(), threads=preset.num_threads)
+    zoo = measure_zoo(models, backends, preset.name, device(), threads=preset.num_threads)
+    return {"models": {key: dataclasses.asdict(t) for key, t in zoo["models"].items()},
+            "failure_rate": dict(zoo["failure_rate"])}
