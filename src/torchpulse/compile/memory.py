@@ -1,13 +1,16 @@
 """Peak memory of one model step, the same way on CPU and CUDA.
 
 Peak = the tensors the model keeps between steps (parameters, buffers, gradients, inputs)
-plus the highest transient memory the step needs above what was live when it began:
+plus the highest transient tensor memory the step allocates above what was live when it
+began:
 
 - CUDA: the caching allocator's ``max_memory_allocated`` after a reset, minus what was
   allocated before the step.
-- CPU (Linux): the kernel's resident-set high-water mark. Writing 5 to
-  /proc/self/clear_refs resets VmHWM, and ``malloc_trim(0)`` first hands freed heap pages back,
-  so memory glibc would silently reuse is counted when the step touches it again.
+- CPU: the allocator's own accounting. The step runs once under ``torch.profiler`` with
+  ``profile_memory``; every allocation and free of the CPU allocator (eager kernels and
+  inductor's generated code alike) is an event with its size, and the peak is the highest
+  running sum. Exact and repeatable, unlike the process's resident set, which glibc's reuse
+  of freed pages makes vary by megabytes from process to process at these sizes.
 
 Upstream's CPU path reports the process's whole resident set, which is dominated by the
 Python and torch libraries and puts every compression ratio near 1.
@@ -15,10 +18,10 @@ Python and torch libraries and puts every compression ratio near 1.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
-from collections.abc import Callable
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -38,40 +41,39 @@ def state_bytes(model: nn.Module, inputs: tuple[Any, ...]) -> int:
     return sum(seen.values())
 
 
-@functools.cache
-def _libc():  # -> ctypes.CDLL | None
-    name = ctypes.util.find_library("c")
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Kineto prints "USDT: profiler_start/stop" lines straight to fd 2, at any
+    KINETO_LOG_LEVEL: keep them out of the user's terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
     try:
-        return ctypes.CDLL(name) if name else None
-    except OSError:
-        return None
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
-def _proc_status() -> dict[str, int]:
-    values: dict[str, int] = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in ("VmHWM", "VmRSS"):
-                values[key] = int(rest.split()[0]) * 1024
-    return values
+def _cpu_peak(fn: Callable[[], Any]) -> int:
+    from torch.profiler import ProfilerActivity, profile
+
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
+        fn()
+    cpu = torch._C._autograd.DeviceType.CPU
+    events = sorted((e.start_ns(), e.nbytes()) for e in p.profiler.kineto_results.events()
+                    if e.name() == "[memory]" and e.device_type() == cpu)
+    live = peak = 0
+    for _, nbytes in events:
+        live += nbytes
+        peak = max(peak, live)
+    return peak
 
 
-def _reset_high_water_mark() -> bool:
-    libc = _libc()
-    if libc is not None and hasattr(libc, "malloc_trim"):
-        libc.malloc_trim(0)
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        return False
-    return True
-
-
-def transient_peak(fn: Callable[[], Any], device: str) -> int | None:
-    """Highest memory ``fn()`` needs above what was live when it started, in bytes; None where
-    the platform cannot tell (no /proc/self/clear_refs)."""
+def transient_peak(fn: Callable[[], Any], device: str) -> int:
+    """Highest tensor memory ``fn()`` allocates above what was live when it started, in
+    bytes."""
     if device.startswith("cuda"):
         synchronize(device)
         torch.cuda.reset_peak_memory_stats()
@@ -79,8 +81,4 @@ def transient_peak(fn: Callable[[], Any], device: str) -> int | None:
         fn()
         synchronize(device)
         return max(0, torch.cuda.max_memory_allocated() - before)
-    if not _reset_high_water_mark():
-        return None
-    before = _proc_status()["VmRSS"]
-    fn()
-    return max(0, _proc_status()["VmHWM"] - before)
+    return _cpu_peak(fn)

@@ -7,7 +7,7 @@
 - Speed: ``repeat`` rounds, each timing one eager then one compiled iteration (interleaved, so
   frequency scaling and load hit both alike), the device synchronised around each;
   speedup = median eager / median compiled; abs_latency = median compiled, in ms.
-- Memory: one warm step of each (``memory.py``), measured after the timings.
+- Memory: one warm step of each under the profiler (``memory.py``), after the timings.
 """
 
 from __future__ import annotations
@@ -143,15 +143,13 @@ def _warm_up(prepared: Prepared, fn: IterFn, model) -> float:
     return time.perf_counter() - start
 
 
-def _peak(prepared: Prepared, fn: IterFn, model) -> float | None:
+def _peak(prepared: Prepared, fn: IterFn, model) -> float:
     transient = memory.transient_peak(lambda: prepared.run(fn, model), prepared.device)
-    if transient is None:
-        return None
     return (memory.state_bytes(model, prepared.inputs) + transient) / GB
 
 
-def measure(prepared: Prepared, backend: str, repeat: int = 30, fresh_cache: bool = True,
-            progress: Callable[[int, int], None] | None = None) -> Performance:
+def measure(prepared: Prepared, backend: str, repeat: int = 30,
+            fresh_cache: bool = True) -> Performance:
     """Compile ``prepared``'s iteration with ``backend`` and measure it. The compile starts
     from a cold cache; with ``fresh_cache=False`` the caller has just provided one (to reuse
     it afterwards). EagerError when eager fails; other exceptions mean the compiled run
@@ -171,11 +169,9 @@ def measure(prepared: Prepared, backend: str, repeat: int = 30, fresh_cache: boo
         compiled_warmup = _warm_up(prepared, compiled, prepared.model)
     stats = dynamo_counts()
     eager_times, compiled_times = [], []
-    for i in range(repeat):
+    for _ in range(repeat):
         eager_times.append(_timed(prepared, prepared.iter_fn, eager_model))
         compiled_times.append(_timed(prepared, compiled, prepared.model))
-        if progress is not None:
-            progress(i + 1, repeat)
     eager_peak = _peak(prepared, prepared.iter_fn, eager_model)
     compiled_peak = _peak(prepared, compiled, prepared.model)
     return Performance(tuple(eager_times), tuple(compiled_times),

@@ -52,7 +52,10 @@ def run_job(job: Job, models: Mapping[str, ModelSpec]) -> ModelResult:
     except Exception as exc:
         return result(accuracy.MODEL_FAIL_TO_LOAD, detail=error_line(exc))
     if job.mode == "accuracy":
-        performance.warm_up_compiler(job.backend, job.device)
+        try:  # e.g. no C++ compiler for inductor: every model fails to run, with the reason
+            performance.warm_up_compiler(job.backend, job.device)
+        except Exception as exc:
+            return result(accuracy.FAIL_TO_RUN, detail=error_line(exc))
         torch._dynamo.utils.counters.clear()
         checked = accuracy.check(prepared, performance.compiler(job.backend), job.tolerance,
                                  job.cosine, job.non_deterministic)
