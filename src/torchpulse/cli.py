@@ -790,8 +790,7 @@ def _dynamo_list(args: argparse.Namespace) -> int:
 
 
 def _add_dynamo_parser(sub: argparse._SubParsersAction) -> None:
-    from torchpulse.compile.performance import BACKENDS
-    from torchpulse.compile.zoo import SIZES
+    from torchpulse.compile.choices import BACKENDS, SIZES
 
     p = sub.add_parser(
         "dynamo", help="eager vs torch.compile over the model zoo (upstream's dynamo "

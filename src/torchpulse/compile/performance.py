@@ -24,10 +24,10 @@ import numpy as np
 import torch
 
 from torchpulse.compile import memory
+from torchpulse.compile.choices import BACKENDS
 from torchpulse.compile.steps import IterFn, Prepared, synchronize
 
 WARMUP_ITERATIONS = 5  # upstream's warm-up: the compile happens in the first one
-BACKENDS = ("eager", "aot_eager", "inductor")
 GB = 1e9
 
 

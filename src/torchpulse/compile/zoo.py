@@ -20,7 +20,6 @@ from torch import Tensor, nn
 from torchpulse.models.lstm import flat_lstm_cell
 from torchpulse.models.resnet import own_resnet18
 
-SIZES = ("smoke", "cpu", "cuda")
 Maker = Callable[[str, int, torch.Generator], tuple[nn.Module, tuple[Any, ...]]]
 
 
