@@ -34,8 +34,6 @@ EAGER_FAIL_TO_RUN = "eager_fail_to_run"
 EAGER_TWO_RUNS_DIFFER = "eager_two_runs_differ"
 MODEL_FAIL_TO_LOAD = "model_fail_to_load"
 TIMEOUT = "timeout"
-STATUSES = (PASS, PASS_DUE_TO_SKIP, FAIL_ACCURACY, FAIL_TO_RUN, EAGER_FAIL_TO_RUN,
-            EAGER_TWO_RUNS_DIFFER, MODEL_FAIL_TO_LOAD, TIMEOUT)
 
 
 def rmse(ref: torch.Tensor, res: torch.Tensor) -> float:

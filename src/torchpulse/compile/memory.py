@@ -27,12 +27,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchpulse.compile.steps import _leaves, synchronize
+from torchpulse.compile.steps import leaves, synchronize
 
 
 def state_bytes(model: nn.Module, inputs: tuple[Any, ...]) -> int:
     """Bytes of the distinct storages behind parameters, gradients, buffers and inputs."""
-    tensors = list(model.parameters()) + list(model.buffers()) + _leaves(list(inputs))
+    tensors = list(model.parameters()) + list(model.buffers()) + leaves(list(inputs))
     tensors += [p.grad for p in model.parameters() if p.grad is not None]
     seen: dict[int, int] = {}
     for t in tensors:

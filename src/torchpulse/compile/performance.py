@@ -13,9 +13,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,29 +29,13 @@ GB = 1e9
 
 
 @contextlib.contextmanager
-def cold_cache() -> Iterator[str]:
-    """An empty inductor (and triton) cache directory and no in-memory compiled code."""
-    try:
-        from torch._inductor.utils import fresh_cache
-    except ImportError:  # older torch
-        fresh_cache = None
-    if fresh_cache is not None:
-        with fresh_cache():
-            yield os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
-        return
-    directory = tempfile.mkdtemp(prefix="torchpulse-inductor-")
-    saved = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(directory, "triton")
-    try:
-        yield directory
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        shutil.rmtree(directory, ignore_errors=True)
+def cold_cache() -> Iterator[None]:
+    """An empty inductor (and triton) cache directory and no in-memory compiled code,
+    removed afterwards (torch's own ``fresh_cache``, which the upstream harness uses too)."""
+    from torch._inductor.utils import fresh_cache
+
+    with fresh_cache():
+        yield
 
 
 def compiler(backend: str) -> Callable[[IterFn], IterFn]:

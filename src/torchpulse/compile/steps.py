@@ -26,19 +26,19 @@ def reset_rng_state(seed: int = RNG_SEED) -> None:
     np.random.seed(seed)
 
 
-def _leaves(value: Any) -> list[torch.Tensor]:
+def leaves(value: Any) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _leaves(v)]
+        return [t for v in value for t in leaves(v)]
     return []
 
 
 def reduce_to_scalar_loss(out: Any) -> torch.Tensor:
     """The mean of every floating output, summed: a loss that touches all of them."""
-    floats = [t for t in _leaves(out) if t.is_floating_point()]
+    floats = [t for t in leaves(out) if t.is_floating_point()]
     if not floats:
         raise TypeError("the model returned no floating-point tensor to take a loss of")
     return sum(t.mean() for t in floats)

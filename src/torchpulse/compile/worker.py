@@ -8,6 +8,7 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Sequence
 
+from torchpulse.compile.accuracy import FAIL_TO_RUN, TIMEOUT
 from torchpulse.compile.report import ModelResult
 from torchpulse.compile.run import Job, run_job
 
@@ -53,10 +54,10 @@ class Worker:
                 return self._conn.recv()
         except (EOFError, ConnectionError):
             code = self._stop()
-            return ModelResult(job.model, "fail_to_run", job.batch_size,
+            return ModelResult(job.model, FAIL_TO_RUN, job.batch_size,
                                detail=f"the worker process died (exit code {code})")
         self._stop()
-        return ModelResult(job.model, "timeout", job.batch_size,
+        return ModelResult(job.model, TIMEOUT, job.batch_size,
                            detail=f"no result within {timeout:g} s: killed", seconds=timeout)
 
     def _stop(self) -> int | None:
