@@ -2,11 +2,11 @@
 functional_autograd_benchmark): one timed call of the task per sample."""
 
 from ._common import _suite
+from ._tree import load
 
-MODELS = ["resnet18", "fcn_resnet", "detr", "ppl_simple_reg", "ppl_robust_reg", "wav2letter",
-          "deepspeech", "transformer", "multiheadattn"]
-TASKS = ["vjp", "jvp", "vhp", "hvp", "jacobian", "hessian", "jacfwd", "jacrev",
-         "hessian_fwdrev", "hessian_revrev"]
+_choices = load("autograd/choices.py")
+MODELS = list(_choices.MODELS)
+TASKS = list(_choices.TASKS)
 
 
 class FunctionalAutograd:

@@ -4,10 +4,11 @@ shared by both classes); the track_* benchmarks read its numbers. Each compile s
 empty inductor cache, so a rerun never times a warm cache."""
 
 from ._common import _suite
+from ._tree import load
 
-MODELS = ["cnn_bn", "resnet18", "lstm", "transformer_encoder", "mlp", "attention",
-          "embedding_bag", "control_flow"]
-BACKENDS = ["aot_eager", "inductor"]
+_choices = load("compile/choices.py")
+MODELS = list(_choices.MODELS)
+BACKENDS = list(_choices.TRACKED_BACKENDS)
 
 
 def _measure_zoo(self):

@@ -1,19 +1,18 @@
 """fastrnns LSTM runners: forward alone, backward alone, and the peak memory of a step."""
 
 from ._common import _WorkloadSuite
+from ._tree import load
+
+_choices = load("fastrnns/choices.py")
 
 
 class LSTM(_WorkloadSuite):
     version = "1"
     family = "rnns"
-    params = [[
-        "cudnn", "cudnn_dropout", "cudnn_layernorm", "aten", "jit", "py", "jit_premul",
-        "jit_premul_bias", "jit_simple", "jit_multilayer", "jit_layernorm",
-        "jit_layernorm_decom", "jit_dropout",
-    ]]
+    params = [list(_choices.LSTM_RUNNERS)]
 
 
 class VariableLengthLSTM(_WorkloadSuite):
     version = "1"
     family = "rnns"
-    params = [["vl_cudnn", "vl_jit", "vl_py"]]
+    params = [list(_choices.VL_RUNNERS)]

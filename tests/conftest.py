@@ -6,3 +6,25 @@ def _no_preset_env(monkeypatch):
     """Tests choose presets and devices explicitly; the caller's shell must not leak them."""
     monkeypatch.delenv("TORCHPULSE_PRESET", raising=False)
     monkeypatch.delenv("TORCHPULSE_DEVICE", raising=False)
+
+
+@pytest.fixture(scope="module")
+def alert_project(tmp_path_factory):
+    """A synthetic asv project with planted steps, improvements, spikes and pure noise:
+    (directory, truths, first-parent history)."""
+    from torchpulse.analysis import synthetic
+
+    path = tmp_path_factory.mktemp("synthetic")
+    truths = synthetic.build(path, commits=30, per_cell=1, noise_series=2, seed=3)
+    return path, truths, synthetic.history(path)
+
+
+@pytest.fixture(scope="module")
+def quiet_project(tmp_path_factory):
+    """A synthetic asv project without regressions: noise, improvements and spikes."""
+    from torchpulse.analysis import synthetic
+
+    path = tmp_path_factory.mktemp("quiet")
+    synthetic.build(path, commits=30, per_cell=3, noise_series=10, seed=4,
+                    kinds=("noise", "improvement", "spike"))
+    return path

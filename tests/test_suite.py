@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchpulse import suite
-from torchpulse.runners import CNN_RUNNERS, RNN_RUNNERS, VL_RUNNERS
+from torchpulse.fastrnns.choices import CNN_RUNNERS, LSTM_RUNNERS, VL_RUNNERS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,9 +35,9 @@ def smoke(monkeypatch):
 def test_suites_cover_every_runner_with_explicit_versions(bench):
     classes = [bench["bench_rnns"].LSTM, bench["bench_rnns"].VariableLengthLSTM,
                bench["bench_cnns"].ResNet]
-    assert classes[0].params == [RNN_RUNNERS]
-    assert classes[1].params == [VL_RUNNERS]
-    assert classes[2].params == [CNN_RUNNERS]
+    assert classes[0].params == [list(LSTM_RUNNERS)]
+    assert classes[1].params == [list(VL_RUNNERS)]
+    assert classes[2].params == [list(CNN_RUNNERS)]
     for cls in classes:
         assert "version" in vars(cls), f"{cls.__name__} needs its own explicit version"
         assert {"time_forward", "time_backward", "peakmem_step"} <= set(dir(cls))
@@ -106,8 +106,8 @@ def test_stub_suites_match_the_importers_catalog(capsys):
     benchmarks.json: same names, types, units, versions and parameter names."""
     from asv_runner.discovery import disc_benchmarks
 
-    from torchpulse.external import STUBS
-    from torchpulse.store import benchmark_entry
+    from torchpulse.results.external import STUBS
+    from torchpulse.results.store import benchmark_entry
 
     sys.path.insert(0, str(ROOT))
     try:

@@ -3,29 +3,13 @@
 The stubs never run (setup raises NotImplementedError, so asv records a skip; `make
 dashboard` also leaves them out with --bench). They exist so that asv's discovery keeps them
 in benchmarks.json with the parameter values already imported. Their definitions live in
-src/torchpulse/external.py, loaded by path from this working tree: the torchpulse installed
-in asv's environment is the measured commit's, which may predate it.
+src/torchpulse/results/external.py, loaded by path from this working tree: the torchpulse
+installed in asv's environment is the measured commit's, which may predate it.
 """
 
-import importlib.util
-import sys
-from pathlib import Path
+from .._tree import ROOT, load
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_external():
-    name = "_torchpulse_external"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, ROOT / "src" / "torchpulse" / "external.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while executing it
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-external = _load_external()
+external = load("results/external.py")
 try:
     RESULTS_DIR = external.results_dir_of(ROOT / "asv.conf.json")
 except (OSError, ValueError):  # no readable config: the defaults alone

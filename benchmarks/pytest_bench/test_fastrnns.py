@@ -11,8 +11,8 @@ has no __init__.py, so asv's benchmark discovery does not import it.
 
 import pytest
 
+from torchpulse.fastrnns.runners import RUNNERS, build_workload
 from torchpulse.presets import default_device, resolve_preset
-from torchpulse.runners import RUNNERS, build_workload
 
 DEVICE = default_device()
 PRESET = resolve_preset(device=DEVICE)

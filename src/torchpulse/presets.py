@@ -12,6 +12,8 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from torchpulse.errors import TorchpulseError
+
 PRESET_ENV = "TORCHPULSE_PRESET"
 DEVICE_ENV = "TORCHPULSE_DEVICE"
 DEFAULT_SEED = 1234
@@ -68,8 +70,12 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-class UnknownPresetError(ValueError):
+class UnknownPresetError(TorchpulseError, ValueError):
     pass
+
+
+class DeviceError(TorchpulseError, ValueError):
+    """A device torch does not know, or CUDA asked for where there is none."""
 
 
 def default_device() -> str:
@@ -77,6 +83,22 @@ def default_device() -> str:
     import torch
 
     return os.environ.get(DEVICE_ENV) or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def resolve_device(name: str | None = None) -> str:
+    """``name`` (cpu, cuda, cuda:N), else the default device, checked against this machine."""
+    import torch
+
+    device = name or default_device()
+    try:
+        kind = torch.device(device).type
+    except RuntimeError:  # torch rejects unknown device strings with RuntimeError
+        kind = None
+    if kind not in ("cpu", "cuda"):
+        raise DeviceError(f"unsupported device {device!r}; use cpu or cuda")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise DeviceError("--device cuda asked for, but CUDA is not available here")
+    return device
 
 
 def resolve_preset(name: str | None = None, device: str | None = None) -> Preset:

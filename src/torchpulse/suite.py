@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 
+from torchpulse.fastrnns.runners import RUNNERS, Workload
 from torchpulse.presets import default_device, resolve_preset
-from torchpulse.runners import RUNNERS, Workload
 from torchpulse.timing import RegionClock
 
 # What benchmarks/ may rely on in this module. Benchmarks come from the working tree but the

@@ -11,8 +11,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from torchpulse.autograd.choices import ALL_TASKS
 from torchpulse.autograd.models import BY_NAME, MODELS, ModelDef
-from torchpulse.autograd.tasks import ALL_TASKS, make_v, run_once
+from torchpulse.autograd.tasks import make_v, run_once
+from torchpulse.errors import TorchpulseError
+from torchpulse.presets import resolve_preset
+
+
+class SelectionError(TorchpulseError, ValueError):
+    """An unknown model or task name, or a GPU this machine does not have."""
 
 
 @dataclass(frozen=True)
@@ -33,13 +40,13 @@ class Timing:
 def select(model_filter: Sequence[str] | None, task_filter: Sequence[str] | None
            ) -> list[tuple[ModelDef, str]]:
     """The pairs to run: every model's own tasks, narrowed by the filters (exact names);
-    an unknown name raises ValueError."""
+    an unknown name raises SelectionError."""
     for name in model_filter or ():
         if name not in BY_NAME:
-            raise ValueError(f"unknown model {name!r} (models: {', '.join(BY_NAME)})")
+            raise SelectionError(f"unknown model {name!r} (models: {', '.join(BY_NAME)})")
     for name in task_filter or ():
         if name not in ALL_TASKS:
-            raise ValueError(f"unknown task {name!r} (tasks: {', '.join(ALL_TASKS)})")
+            raise SelectionError(f"unknown task {name!r} (tasks: {', '.join(ALL_TASKS)})")
     return [(m, t) for m in MODELS for t in m.tasks
             if (not model_filter or m.name in model_filter)
             and (not task_filter or t in task_filter)]
@@ -73,3 +80,31 @@ def run_model(model: ModelDef, task: str, device: torch.device, preset: str, num
         sync()
         times.append(time.perf_counter() - start)
     return Timing(model.name, task, tuple(times))
+
+
+def device_for_gpu(gpu: int) -> torch.device:
+    """Upstream's --gpu: an index, -1 for the CPU, -2 for a GPU when there is one."""
+    if gpu == -2:
+        gpu = 0 if torch.cuda.is_available() else -1
+    if gpu >= 0 and not (torch.cuda.is_available() and gpu < torch.cuda.device_count()):
+        raise SelectionError(f"--gpu {gpu}: no such CUDA device here (use --gpu -1 for CPU)")
+    return torch.device("cpu" if gpu < 0 else f"cuda:{gpu}")
+
+
+def run_all(pairs: Sequence[tuple[ModelDef, str]], device: torch.device,
+            preset: str | None = None, num_iters: int = 10, seed: int = 0,
+            threads: int | None = None,
+            done: Callable[[Timing], None] | None = None) -> list[Timing]:
+    """Time every pair in turn at ``preset`` (default: the device's) with ``threads`` torch
+    threads (default: the preset's); ``done`` hears of each as it finishes."""
+    sizes = resolve_preset(preset, device.type)
+    threads = threads or sizes.num_threads
+    if threads:
+        torch.set_num_threads(threads)
+    timings = []
+    for model, task in pairs:
+        timing = run_model(model, task, device, sizes.name, num_iters, seed)
+        timings.append(timing)
+        if done is not None:
+            done(timing)
+    return timings

@@ -8,11 +8,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from torchpulse.autograd.run import Timing
+from torchpulse.errors import TorchpulseError
 
 HEADER = ("model", "task", "mean", "var")
 
 
-class TableError(ValueError):
+class TableError(TorchpulseError, ValueError):
     """A file that is not such a table."""
 
 

@@ -8,14 +8,8 @@ import torch
 from torch import Tensor
 from torch.autograd import functional
 
+from torchpulse.autograd.choices import ALL_TASKS, VECTORIZED_TASKS
 from torchpulse.autograd.functional import LossFn
-
-FAST_TASKS_NO_DOUBLE_BACK = ("vjp",)
-FAST_TASKS = (*FAST_TASKS_NO_DOUBLE_BACK, "vhp", "jvp")
-ALL_TASKS_NON_VECTORIZED = (*FAST_TASKS, "hvp", "jacobian", "hessian")
-DOUBLE_BACKWARD_TASKS = ("jvp", "hvp", "vhp", "hessian")
-VECTORIZED_TASKS = ("hessian_fwdrev", "hessian_revrev", "jacfwd", "jacrev")
-ALL_TASKS = (*ALL_TASKS_NON_VECTORIZED, *VECTORIZED_TASKS)
 
 Inputs = tuple[Tensor, ...]
 V = Tensor | tuple[Tensor, ...] | None

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import yaml
 
+from torchpulse.errors import TorchpulseError
+
 DEFAULT_PATH = Path(__file__).with_name("zoo.yaml")
 _TOP = {"skip", "batch_size", "tolerance", "slow", "very_slow", "non_deterministic"}
 _SKIP = {"all", "cpu", "cuda"}
 _TOLERANCE = {"default", "training", "higher_value", "higher", "cosine"}
 
 
-class ConfigError(ValueError):
+class ConfigError(TorchpulseError, ValueError):
     """A config file that cannot be used (one line, exit 2 at the CLI)."""
 
 

@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchpulse.compile import config as zoo_config
+from torchpulse.compile import config
 from torchpulse.compile.providers import available_models
 from torchpulse.compile.report import ModelResult, format_summary, summarize, write_csv
 from torchpulse.compile.run import make_job, select
 from torchpulse.compile.worker import Worker
+from torchpulse.errors import TorchpulseError
 
 
 @dataclass(frozen=True)
@@ -27,16 +28,47 @@ class Options:
     repeat: int = 30
     batch_size: int | None = None
     timeout: float = 600.0
-    config: Path | None = None
+    zoo_config: Path | None = None
     skip_slow: bool = False
     no_skip: bool = False
     models_from: Sequence[str] = ()
     threads: int | None = None
 
 
+class OutputError(TorchpulseError, ValueError):
+    """An output path that cannot take the CSV."""
+
+
 def default_output(mode: str, training: bool, backend: str, device: str) -> Path:
     kind = "training" if training else "inference"
     return Path(f"torchpulse_{backend}_{kind}_{device}_{mode}.csv")
+
+
+def output_for(output: Path | None, mode: str, training: bool, backend: str,
+               device: str) -> Path:
+    """``output``, else the default name, checked to be a file in an existing directory."""
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    path = output or default_output(mode, training, backend, kind)
+    if path.is_dir() or not path.parent.is_dir():
+        raise OutputError(f"--output {path}: not a file in an existing directory")
+    return path
+
+
+def list_models(zoo_config: Path | None = None, models_from: Sequence[str] = ()) -> list[str]:
+    """A line per model (zoo, providers, ``models_from``): its source, description and what
+    the config says of it."""
+    cfg = config.load(zoo_config)
+    models = available_models(models_from)
+    cfg.check_names(models)
+    lines = []
+    for name, spec in models.items():
+        notes = [reason for device in ("cpu", "cuda")
+                 if (reason := cfg.skip_reason(name, device, skip_slow=True))]
+        if name in cfg.non_deterministic:
+            notes.append("non_deterministic")
+        extra = f"  [{'; '.join(dict.fromkeys(notes))}]" if notes else ""
+        lines.append(f"{name:24s} {spec.source:12s} {spec.description}{extra}")
+    return lines
 
 
 def _line(device: str, kind: str, r: ModelResult, mode: str, place: str) -> str:
@@ -50,9 +82,9 @@ def _line(device: str, kind: str, r: ModelResult, mode: str, place: str) -> str:
 
 def run(options: Options, out: Callable[[str], None] = print) -> list[ModelResult]:
     """Run the models, writing ``options.output`` after each; the results in run order.
-    Bad input (config, models file, filters) raises ValueError subclasses before anything
+    Bad input (config, models file, filters) raises TorchpulseError before anything
     runs or is written."""
-    cfg = zoo_config.load(options.config)
+    cfg = config.load(options.zoo_config)
     models = available_models(options.models_from)
     cfg.check_names(models)
     chosen, skipped = select(models, cfg, options.device, options.filters, options.excludes,

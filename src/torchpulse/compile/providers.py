@@ -17,12 +17,13 @@ from pathlib import Path
 import torch
 
 from torchpulse.compile.zoo import ZOO, ModelSpec
+from torchpulse.errors import TorchpulseError
 
 TORCHVISION_MODELS = ("resnet50", "mobilenet_v2", "vit_b_16", "convnext_tiny")
 _TORCHVISION_IMAGE = {"smoke": 32, "cpu": 64, "cuda": 224}
 
 
-class ProviderError(ValueError):
+class ProviderError(TorchpulseError, ValueError):
     """A models file or module that cannot be used (one line, exit 2 at the CLI)."""
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from scipy.stats import gmean
+
+from torchpulse.files import write_text_atomically
 
 # upstream's columns (benchmarks/dynamo/common.py): speedup_experiment with compilation
 # metrics and dynamo stats, and the accuracy row
@@ -97,9 +98,7 @@ def to_csv(mode: str, device: str, results: Sequence[ModelResult]) -> str:
 
 def write_csv(path: Path, mode: str, device: str, results: Sequence[ModelResult]) -> None:
     """The whole file, replaced atomically: a reader never sees half a file."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(to_csv(mode, device, results))
-    os.replace(partial, path)
+    write_text_atomically(path, to_csv(mode, device, results))
 
 
 @dataclass(frozen=True)

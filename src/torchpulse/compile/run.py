@@ -15,9 +15,10 @@ from torchpulse.compile.config import ZooConfig
 from torchpulse.compile.report import ModelResult, error_line
 from torchpulse.compile.steps import prepare
 from torchpulse.compile.zoo import ModelSpec
+from torchpulse.errors import TorchpulseError
 
 
-class SelectionError(ValueError):
+class SelectionError(TorchpulseError, ValueError):
     """Filters that are not regular expressions, or that leave nothing to run."""
 
 

@@ -1,0 +1,6 @@
+"""The alert's defaults and report formats. Free of numpy and scipy: the command line's parser
+shows them in `--help`, which must stay fast."""
+
+DEFAULT_ALPHA = 0.01  # significance within a series, false-discovery rate across series
+DEFAULT_THRESHOLD = 0.05  # smallest change worth an alert, as a fraction
+FORMATS = ("text", "markdown", "json", "github")

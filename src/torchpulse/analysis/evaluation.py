@@ -1,0 +1,288 @@
+"""How well detectors find planted regressions: torchpulse alert, asv's publish-time detector
+and Apache Otava, run on the same synthetic project and scored against its truth."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from torchpulse.analysis import synthetic
+from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+from torchpulse.analysis.synthetic import DISTANCES, NOISE_CVS, STEP_SIZES, Truth
+from torchpulse.analysis.synthetic import history as synthetic_history
+from torchpulse.errors import TorchpulseError
+
+OTAVA_REQUIREMENT = "apache-otava==0.8.0"
+DETECTORS = ("torchpulse", "asv", "otava")
+# Alerts per series: the index of the first commit at the new (higher) level, per detector.
+Found = dict[tuple[str, str], list[int]]
+
+
+class EvaluationError(TorchpulseError, RuntimeError):
+    """A detector could not be run."""
+
+
+def _run(cmd: list[str], what: str, ok: tuple[int, ...] = (0,),
+         **kw: object) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
+    if proc.returncode not in ok:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise EvaluationError(f"{what} failed (exit {proc.returncode}): {tail}")
+    return proc
+
+
+def run_torchpulse(project: Path, history: list[str], options: list[str]) -> Found:
+    """``torchpulse alert --format json`` on the project, as a user would run it."""
+    out = project / "alerts.json"
+    _run([sys.executable, "-m", "torchpulse.cli", "alert", "--config",
+          str(project / "asv.conf.json"), "--format", "json", "--output", str(out), *options],
+         "torchpulse alert", ok=(0, 1))
+    position = {c: i for i, c in enumerate(history)}
+    found: Found = defaultdict(list)
+    for a in json.loads(out.read_text())["alerts"]:
+        found[(a["benchmark"], a["params"][0])].append(position[a["commit"]])
+    return found
+
+
+def run_asv(project: Path, history: list[str], truths: list[Truth]) -> Found:
+    """``asv publish``, then its html/regressions.json (what the site's regressions page
+    shows): the jumps of every regression still present at the newest commit."""
+    params: dict[str, list[str]] = defaultdict(list)  # asv names a combination by index
+    for t in truths:
+        params[t.benchmark].append(t.param)
+    _run([sys.executable, "-m", "asv", "publish", "--config", str(project / "asv.conf.json")],
+         "asv publish", cwd=project)
+    html = project / "html"
+    revision_to_hash = json.loads((html / "index.json").read_text())["revision_to_hash"]
+    position = {c: i for i, c in enumerate(history)}
+    found: Found = defaultdict(list)
+    for name, _path, _gp, j, _last, _best, jumps in json.loads(
+            (html / "regressions.json").read_text())["regressions"]:
+        bench = name.split("(", 1)[0]
+        for jump in jumps:
+            sha = revision_to_hash[str(jump[1])]
+            found[(bench, params[bench][j])].append(position[sha])
+    return found
+
+
+def otava_python(venv_dir: Path, progress: Callable[[str], None]) -> Path:
+    """The python of a virtual environment holding Apache Otava, made on first use."""
+    python = venv_dir / "bin" / "python"
+    check = [str(python), "-c", "import otava.analysis"]
+    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
+        return python
+    progress(f"creating {venv_dir} with {OTAVA_REQUIREMENT} (once; it pins its own numpy)")
+    venv.EnvBuilder(with_pip=True, clear=True).create(venv_dir)
+    _run([str(python), "-m", "pip", "install", "--quiet", OTAVA_REQUIREMENT],
+         f"pip install {OTAVA_REQUIREMENT}")
+    return python
+
+
+def active_upward(values: list[float], change_points: list[int]) -> list[int]:
+    """Of a segmentation, the upward change points whose step is still at least half there
+    at the newest point: the same 'still present' rule torchpulse applies."""
+    edges = [0, *change_points, len(values)]
+    means = [float(np.mean(values[a:b])) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    return [k for i, k in enumerate(change_points)
+            if means[i + 1] > means[i] and means[-1] - means[i] >= (means[i + 1] - means[i]) / 2]
+
+
+def run_otava(truths: list[Truth], values: dict[tuple[str, str], list[float]],
+              python: Path) -> Found:
+    """Otava's change points (its defaults) on asv's value per commit, one per commit."""
+    keys = [(t.benchmark, t.param) for t in truths]
+    worker = Path(__file__).with_name("otava_worker.py")
+    proc = _run([str(python), str(worker)], "otava",
+                input=json.dumps([values[k] for k in keys]))
+    found: Found = {}
+    for key, points in zip(keys, json.loads(proc.stdout), strict=True):
+        found[key] = active_upward(values[key], sorted(points))
+    return found
+
+
+def asv_values(project: Path, history: list[str]) -> dict[tuple[str, str], list[float]]:
+    """asv's stored value (the median of the samples) per series and commit."""
+    from torchpulse.analysis.series import load_series
+    from torchpulse.results.gitrepo import History
+
+    series, _ = load_series(project / "results", History(history))
+    return {(s.key.benchmark, s.key.params[0]): [p.value for p in s.points] for s in series}
+
+
+@dataclass
+class Score:
+    """Counts for one detector over one group of series."""
+
+    series: int = 0
+    alarmed: int = 0  # series with at least one alert
+    located: int = 0  # ... with an alert within one commit of the planted step
+
+    def rate(self) -> float:
+        return self.alarmed / self.series if self.series else float("nan")
+
+    def location(self) -> float:
+        return self.located / self.alarmed if self.alarmed else float("nan")
+
+
+def score(truths: list[Truth], found: Found) -> dict[tuple, Score]:
+    """Scores keyed by ("step", size, distance, cv) and (kind, cv) for the other kinds."""
+    scores: dict[tuple, Score] = defaultdict(Score)
+    for t in truths:
+        hits = found.get((t.benchmark, t.param), [])
+        key = ("step", t.size, t.distance, t.cv) if t.kind == "step" else (t.kind, t.cv)
+        s = scores[key]
+        s.series += 1
+        if hits:
+            s.alarmed += 1
+            if t.kind == "step" and any(abs(h - t.at) <= 1 for h in hits):
+                s.located += 1
+    return scores
+
+
+def _pct(x: float) -> str:
+    return "  -  " if x != x else f"{x * 100:5.1f}"
+
+
+def pooled(scores: dict[tuple, Score], keys: list[tuple]) -> Score:
+    total = Score()
+    for k in keys:
+        s = scores.get(k, Score())
+        total.series += s.series
+        total.alarmed += s.alarmed
+        total.located += s.located
+    return total
+
+
+def table(results: dict[str, dict[tuple, Score]]) -> str:
+    """Markdown tables: recall and location by step size and distance per noise level,
+    then false alarms per kind of series without a regression."""
+    names = list(results)
+    lines = []
+    for cv in NOISE_CVS:
+        lines += [f"### Steps up, noise cv {cv * 100:g} % (recall % / located within one "
+                  "commit %)", "",
+                  "| step | commits after | " + " | ".join(names) + " |",
+                  "|---:|---:|" + "---:|" * len(names)]
+        for size in STEP_SIZES:
+            for d in DISTANCES:
+                cells = [f"{_pct(r[('step', size, d, cv)].rate())} / "
+                         f"{_pct(r[('step', size, d, cv)].location())}"
+                         for r in results.values()]
+                lines.append(f"| +{size * 100:g} % | {d} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["### False alarms (% of series with any alert)", "",
+              "| series | noise cv | count | " + " | ".join(names) + " |",
+              "|---|---:|---:|" + "---:|" * len(names)]
+    for kind in ("noise", "improvement", "spike"):
+        for cv in NOISE_CVS:
+            count = next(iter(results.values()))[(kind, cv)].series
+            cells = [_pct(r[(kind, cv)].rate()) for r in results.values()]
+            lines.append(f"| {kind} | {cv * 100:g} % | {count} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def targets(scores: dict[tuple, Score]) -> list[tuple[str, float, str, bool]]:
+    """The issue's targets for torchpulse: (what, measured, target, met)."""
+    five = [("step", 0.05, d, 0.02) for d in DISTANCES if d >= 3]
+    big = [("step", s, d, cv) for s in STEP_SIZES if s >= 0.10 for d in DISTANCES if d >= 3
+           for cv in NOISE_CVS]
+    f5, fb = pooled(scores, five), pooled(scores, big)
+    located = f5.located / f5.alarmed if f5.alarmed else 0.0
+    noise = pooled(scores, [("noise", cv) for cv in NOISE_CVS])
+    other = pooled(scores, [(k, cv) for k in ("improvement", "spike") for cv in NOISE_CVS])
+    return [
+        ("+5 % steps at 2 % noise, 3+ commits after: found", f5.rate(), ">= 96 %",
+         f5.rate() >= 0.96),
+        ("... located within one commit", located, ">= 95 %", located >= 0.95),
+        ("+10 % or more, 3+ commits after: found", fb.rate(), ">= 99 %", fb.rate() >= 0.99),
+        ("pure-noise series with a false alarm", noise.rate(), "<= 0.5 %",
+         noise.rate() <= 0.005),
+        ("improvement/spike series with a false alarm", other.rate(), "<= 5 %",
+         other.rate() <= 0.05),
+    ]
+
+
+def run_detectors(project: Path, truths: list[Truth], alert_options: list[str],
+                  use_asv: bool, otava: Path | None,
+                  progress: Callable[[str], None]) -> tuple[dict[str, Found], dict[str, float]]:
+    """Every detector asked on the project: what each found, and its wall time."""
+    history = synthetic_history(project)
+    runs: list[tuple[str, Callable[[], Found]]] = [
+        ("torchpulse", lambda: run_torchpulse(project, history, alert_options))]
+    if use_asv:
+        runs.append(("asv", lambda: run_asv(project, history, truths)))
+    if otava is not None:
+        values = asv_values(project, history)  # read before the clock starts
+        runs.append(("otava", lambda: run_otava(truths, values, otava)))
+    found: dict[str, Found] = {}
+    timings: dict[str, float] = {}
+    for name, detect in runs:
+        progress(f"running {name} ...")
+        started = time.perf_counter()
+        found[name] = detect()
+        timings[name] = time.perf_counter() - started
+        progress(f"{name}: {timings[name]:.1f} s")
+    return found, timings
+
+
+def report(title: str, scores: dict[str, dict[tuple, Score]],
+           timings: dict[str, float]) -> tuple[str, bool]:
+    """The markdown report, and whether torchpulse met every target."""
+    met = targets(scores["torchpulse"])
+    text = [title, "",
+            "Detector run time: " + ", ".join(f"{n} {t:.1f} s" for n, t in timings.items())
+            + f" (python {sys.version.split()[0]}, {os.cpu_count()} cpus).", "",
+            table(scores), "### torchpulse against the targets", "",
+            "| target | measured | wanted | |", "|---|---:|---:|---|"]
+    text += [f"| {what} | {value * 100:.2f} % | {want} | {'met' if ok else 'MISSED'} |"
+             for what, value, want, ok in met]
+    return "\n".join(text) + "\n", all(ok for *_, ok in met)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `torchpulse evaluate-detection` builds and runs."""
+
+    commits: int = 60
+    per_cell: int = 40
+    noise_series: int = 400
+    seed: int = 0
+    alpha: float = DEFAULT_ALPHA
+    threshold: float = DEFAULT_THRESHOLD
+    use_asv: bool = True
+    otava_venv: Path | None = Path(".venv-otava")  # None: leave Otava out
+    keep: Path | None = None  # build the project here and keep it
+
+
+def evaluate(options: Options, progress: Callable[[str], None]) -> tuple[str, bool]:
+    """Build a synthetic project, run every detector on it and score them: the markdown
+    report, and whether torchpulse met its targets."""
+    if options.keep is not None and options.keep.exists() and any(options.keep.iterdir()):
+        raise EvaluationError(f"{options.keep}: not empty (give --keep a new directory)")
+    with tempfile.TemporaryDirectory(prefix="torchpulse-eval-") as tmp:
+        project = options.keep or Path(tmp)
+        project.mkdir(parents=True, exist_ok=True)
+        otava = (otava_python(options.otava_venv, progress)
+                 if options.otava_venv is not None else None)
+        started = time.perf_counter()
+        truths = synthetic.build(project, commits=options.commits, per_cell=options.per_cell,
+                                 noise_series=options.noise_series, seed=options.seed)
+        progress(f"{len(truths)} series x {options.commits} commits written to {project} "
+                 f"({time.perf_counter() - started:.0f} s)")
+        alert_options = ["--alpha", str(options.alpha), "--threshold", str(options.threshold)]
+        found, timings = run_detectors(project, truths, alert_options, options.use_asv, otava,
+                                       progress)
+    scores = {name: score(truths, f) for name, f in found.items()}
+    return report(f"# Detection quality: {len(truths)} synthetic series, {options.commits} "
+                  f"commits, seed {options.seed}", scores, timings)

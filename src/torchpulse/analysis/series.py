@@ -1,0 +1,118 @@
+"""asv results -> benchmark series: one per (benchmark, parameters, machine, environment),
+points in the first-parent commit order of a branch, with the samples asv recorded."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchpulse.analysis.detect import Point
+from torchpulse.errors import TorchpulseError
+from torchpulse.results import asv_results
+from torchpulse.results.gitrepo import History
+
+UNIT_BY_PREFIX = {"time_": "seconds", "mem_": "bytes", "peakmem_": "bytes"}
+
+
+class SeriesError(TorchpulseError, ValueError):
+    """Results or a configuration that cannot be read into series."""
+
+
+@dataclass(frozen=True, order=True)
+class SeriesKey:
+    benchmark: str
+    params: tuple[str, ...]  # asv's repr strings, () for an unparameterised benchmark
+    machine: str
+    env: str
+
+    def label(self) -> str:
+        shown = f"({', '.join(self.params)})" if self.params else ""
+        return f"{self.benchmark}{shown} [{self.machine}/{self.env}]"
+
+
+@dataclass
+class Series:
+    key: SeriesKey
+    unit: str
+    points: list[Point] = field(default_factory=list)
+
+
+def _unit(name: str, declared: dict[str, str]) -> str:
+    if name in declared:
+        return declared[name]
+    method = name.rsplit(".", 1)[-1]
+    for prefix, unit in UNIT_BY_PREFIX.items():
+        if method.startswith(prefix):
+            return unit
+    return "unit"
+
+
+def declared_benchmarks(results_dir: Path) -> dict[str, dict]:
+    """asv's benchmarks.json: each benchmark's declaration (unit, param_names ...)."""
+    path = results_dir / "benchmarks.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SeriesError(f"{path}: cannot read ({exc})") from None
+    return {name: b for name, b in data.items() if isinstance(b, dict)}
+
+
+def _declared_units(results_dir: Path) -> dict[str, str]:
+    return {name: str(b.get("unit") or "unit")
+            for name, b in declared_benchmarks(results_dir).items()}
+
+
+def _machines(results_dir: Path, only: str | None) -> list[str]:
+    if not results_dir.is_dir():
+        raise SeriesError(f"{results_dir}: no results directory (run asv first, or give "
+                          "--results-dir)")
+    names = sorted(d.name for d in results_dir.iterdir()
+                   if d.is_dir() and (d / "machine.json").is_file())
+    if only is not None:
+        if only not in names:
+            raise SeriesError(f"unknown machine {only!r} in {results_dir} (have: "
+                              f"{', '.join(names) or 'none'})")
+        return [only]
+    return names
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+def load_series(results_dir: Path, history: History, machine: str | None = None
+                ) -> tuple[list[Series], int]:
+    """Every series in ``results_dir`` with points on ``history``; also the number of
+    results files whose commit is not on it (other branches, rewritten history)."""
+    units = _declared_units(results_dir)
+    found: dict[SeriesKey, Series] = {}
+    off_branch = 0
+    for name in _machines(results_dir, machine):
+        for path in sorted((results_dir / name).glob("*.json")):
+            if path.name == "machine.json":
+                continue
+            results = asv_results.load(path, machine=name)
+            if results.commit_hash not in history.position:
+                off_branch += 1
+                continue
+            for bench in asv_results.benchmarks(results):
+                _add_results(found, results, bench, name, _unit(bench, units))
+    series = sorted(found.values(), key=lambda s: s.key)
+    for s in series:
+        s.points.sort(key=lambda p: history.position[p.commit])
+    return series, off_branch
+
+
+def _add_results(found: dict[SeriesKey, Series], results: asv_results.Results, bench: str,
+                 machine: str, unit: str) -> None:
+    for combo, value, samples in asv_results.rows(results, bench):
+        if not _finite(value):
+            continue  # failed or skipped at this commit: no point
+        key = SeriesKey(bench, combo, machine, results.env_name)
+        entry = found.setdefault(key, Series(key, unit))
+        kept = tuple(float(s) for s in (samples or []) if _finite(s))
+        entry.points.append(Point(results.commit_hash, float(value), kept))

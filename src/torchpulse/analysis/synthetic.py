@@ -1,0 +1,174 @@
+"""Synthetic asv projects with planted changes: the ground truth for judging detectors.
+
+A project is a git repository of N commits, an asv.conf.json and a results tree in which
+every series has a known story: pure noise, a step up (a regression) of a given size a given
+number of commits before the newest, a step down (an improvement), or a one-commit spike. The
+noise imitates real benchmark runs: several samples per commit with a within-run spread, a
+level of its own for every run (between-run jitter, now and then a slow run), and single
+samples hit by an interrupt.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from torchpulse.files import write_json_atomically
+from torchpulse.results import asv_results
+
+MACHINE = "synthetic"
+ENV = "synthetic"
+STEP_SIZES = (0.02, 0.03, 0.05, 0.10, 0.20)
+DISTANCES = (1, 2, 3, 5, 10, 20)  # commits at the new level, the step's own commit included
+NOISE_CVS = (0.01, 0.02, 0.03)
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    samples: int = 5  # samples per commit (asv run --record-samples)
+    jitter: float = 0.5  # between-run level spread, as a fraction of the within-run cv
+    slow_run_rate: float = 0.03  # runs that land on a busy machine ...
+    slow_run_scale: float = 2.0  # ... slower by |N(0, scale * cv)|
+    outlier_rate: float = 0.02  # samples hit by an interrupt, 10-50 % slower
+
+
+@dataclass(frozen=True)
+class Truth:
+    benchmark: str
+    param: str  # asv repr of the series parameter
+    kind: str  # noise, step, improvement, spike
+    cv: float
+    size: float = 0.0  # relative change of the step or spike
+    at: int = -1  # index of the first commit at the new level (or of the spike)
+    distance: int = 0  # commits at the new level, the step's own commit included
+
+
+def _levels(truth: Truth, n: int) -> np.ndarray:
+    levels = np.zeros(n)
+    if truth.kind in ("step", "improvement"):
+        levels[truth.at:] += np.log1p(truth.size)
+    elif truth.kind == "spike":
+        levels[truth.at] += np.log1p(truth.size)
+    return levels
+
+
+def _samples(levels: np.ndarray, cv: float, noise: NoiseModel,
+             rng: np.random.Generator) -> np.ndarray:
+    """Samples, shape (commits, samples), around a base of 10 ms."""
+    n = len(levels)
+    run = rng.normal(0.0, noise.jitter * cv, n)
+    slow = rng.random(n) < noise.slow_run_rate
+    run[slow] += np.abs(rng.normal(0.0, noise.slow_run_scale * cv, slow.sum()))
+    logs = levels[:, None] + run[:, None] + rng.normal(0.0, cv, (n, noise.samples))
+    values = 0.01 * np.exp(logs)
+    hit = rng.random(values.shape) < noise.outlier_rate
+    values[hit] *= rng.uniform(1.1, 1.5, hit.sum())
+    return values
+
+
+KINDS = ("step", "noise", "improvement", "spike")
+
+
+def plan(per_cell: int, noise_series: int, commits: int, rng: np.random.Generator,
+         kinds: tuple[str, ...] = KINDS, sizes: tuple[float, ...] = STEP_SIZES,
+         distances: tuple[int, ...] = DISTANCES) -> list[Truth]:
+    """The series of a project: ``per_cell`` per (step size, distance, cv) and per cv for
+    improvements and spikes, ``noise_series`` pure-noise series per cv."""
+    truths: list[Truth] = []
+    for cv in NOISE_CVS:
+        tag = f"cv{round(cv * 100)}"
+        for size, distance in itertools.product(sizes, distances):
+            if "step" not in kinds or distance >= commits:
+                continue
+            name = f"synthetic.Step.time_{tag}_up{round(size * 100)}_d{distance}"
+            truths += [Truth(name, repr(str(i)), "step", cv, size, commits - distance, distance)
+                       for i in range(per_cell)]
+        if "noise" in kinds:
+            truths += [Truth(f"synthetic.Noise.time_{tag}", repr(str(i)), "noise", cv)
+                       for i in range(noise_series)]
+        for i in range(per_cell):
+            d = int(rng.integers(3, max(commits // 2, 4)))
+            if "improvement" in kinds:
+                truths.append(Truth(f"synthetic.Improvement.time_{tag}", repr(str(i)),
+                                    "improvement", cv, -float(rng.uniform(0.05, 0.2)),
+                                    commits - d, d))
+            at = int(rng.integers(5, max(commits - 3, 6)))
+            if "spike" in kinds:
+                truths.append(Truth(f"synthetic.Spike.time_{tag}", repr(str(i)), "spike",
+                                    cv, float(rng.uniform(0.1, 0.3)), at))
+    return truths
+
+
+def _git_repo(path: Path, commits: int) -> list[str]:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+    stream = []
+    for i in range(commits):
+        message = f"synthetic commit {i}\n"
+        stream.append(f"commit refs/heads/main\nmark :{i + 1}\n"
+                      f"committer Synthetic <synthetic@example.invalid> {1_700_000_000 + i * 3600}"
+                      f" +0000\ndata {len(message)}\n{message}")
+        if i:
+            stream.append(f"from :{i}\n")
+        stream.append("\n")
+    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet"],
+                   input="".join(stream), text=True, check=True)
+    return history(path)
+
+
+CONF = {
+    "version": 1, "project": "synthetic", "repo": ".", "branches": ["main"], "dvcs": "git",
+    "environment_type": "virtualenv", "benchmark_dir": "benchmarks",
+    "results_dir": "results", "html_dir": "html",
+}
+
+
+def build(path: Path, *, commits: int = 60, per_cell: int = 40, noise_series: int = 400,
+          seed: int = 0, noise: NoiseModel | None = None, kinds: tuple[str, ...] = KINDS,
+          sizes: tuple[float, ...] = STEP_SIZES,
+          distances: tuple[int, ...] = DISTANCES) -> list[Truth]:
+    """Write a synthetic project into the empty directory ``path``; return its truth (also
+    saved as ``truth.json`` beside the results, where no detector looks). ``sizes`` and
+    ``distances`` choose the planted steps (every combination, per noise level)."""
+    noise = noise or NoiseModel()
+    rng = np.random.default_rng(seed)
+    shas = _git_repo(path, commits)
+    truths = plan(per_cell, noise_series, commits, rng, kinds, sizes, distances)
+    (path / "asv.conf.json").write_text(json.dumps(CONF, indent=2) + "\n")
+    machine_info = {"machine": MACHINE, "arch": "x86_64", "cpu": "synthetic", "num_cpu": "2",
+                    "os": "Linux", "ram": "1", "version": 1}
+    results_dir = path / "results"
+    write_json_atomically(results_dir / MACHINE / "machine.json", machine_info)
+
+    by_bench: dict[str, list[Truth]] = {}
+    for t in truths:
+        by_bench.setdefault(t.benchmark, []).append(t)
+    benchmarks = {name: {"name": name, "params": [[t.param for t in ts]],
+                         "param_names": ["series"], "type": "time", "unit": "seconds",
+                         "version": "1", "code": "", "timeout": 60.0}
+                  for name, ts in by_bench.items()}
+    write_json_atomically(results_dir / "benchmarks.json", {**benchmarks, "version": 2})
+
+    samples = {name: np.stack([_samples(_levels(t, commits), t.cv, noise, rng) for t in ts])
+               for name, ts in by_bench.items()}  # (series, commits, samples)
+    params = {k: v for k, v in machine_info.items() if k != "version"} | {"python": "3.11"}
+    for c, sha in enumerate(shas):
+        results = asv_results.new(params, sha, (1_700_000_000 + c * 3600) * 1000, "3.11", ENV)
+        for name, values in samples.items():
+            rows = values[:, c, :].tolist()
+            asv_results.add(results, name, "1", benchmarks[name]["params"],
+                            [float(np.median(r)) for r in rows], rows)
+        asv_results.save(results, results_dir, asv_results.filename(MACHINE, sha, ENV))
+    (path / "truth.json").write_text(json.dumps([asdict(t) for t in truths]) + "\n")
+    return truths
+
+
+def history(path: Path) -> list[str]:
+    """The project's commits, oldest first."""
+    out = subprocess.run(["git", "-C", str(path), "rev-list", "--reverse", "main"],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split()

@@ -1,0 +1,57 @@
+"""The ``torchpulse`` command line: one module per command group, each a thin layer that
+parses, calls one library function, prints and returns an exit code.
+
+    fastrnns   check, runners, bench, profile     (torchpulse.fastrnns)
+    results    import, merge                      (torchpulse.results)
+    alerts     alert, evaluate-detection          (torchpulse.analysis)
+    site       publish, serve                     (torchpulse.site)
+    autograd   autograd [compare]                 (torchpulse.autograd)
+    dynamo     dynamo                             (torchpulse.compile)
+
+Exit codes (args.py; a contract CI scripts rely on): 0 success, 1 the measured thing failed
+or regressed, 2 bad input or usage, always with a one-line message on stderr and never a
+traceback: every error a user can cause is a TorchpulseError, caught here. Building the
+parser imports neither torch nor scipy, so `--help` is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from torchpulse import __version__
+from torchpulse.cli import alerts, autograd, dynamo, fastrnns, results, site
+from torchpulse.cli.args import EXIT_USAGE, Parser
+from torchpulse.errors import TorchpulseError
+
+GROUPS = (fastrnns, results, alerts, site, autograd, dynamo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="torchpulse", description="Performance-regression tracking for PyTorch workloads."
+    )
+    parser.add_argument("--version", action="version", version=f"torchpulse {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in GROUPS:
+        group.add_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
+        return code
+    except TorchpulseError as exc:
+        print(f"torchpulse {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("torchpulse: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader left early (`torchpulse runners | head -1`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a process killed by SIGPIPE

@@ -1,0 +1,114 @@
+"""`torchpulse alert | evaluate-detection`: regressions found in the results
+(torchpulse.analysis)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_THRESHOLD, FORMATS
+from torchpulse.cli.args import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_config,
+    add_machine,
+    add_output,
+    add_results_dir,
+    fraction,
+    non_negative_int,
+    note,
+    positive_int,
+    project,
+    write_output,
+)
+
+
+def cmd_alert(args: argparse.Namespace) -> int:
+    from torchpulse.analysis import alert, report
+
+    found = alert.run(project(args), machine=args.machine, branch=args.branch,
+                      since=args.since, alpha=args.alpha, threshold=args.threshold,
+                      history_mode=args.history)
+    write_output(report.render(found, args.format), args.output)
+    if args.output:
+        note("alert", f"{len(found.alerts)} "
+                      f"{'change points' if args.history else 'active regressions'} in "
+                      f"{found.series_count} series; report written to {args.output}")
+    regressions = [a for a in found.alerts if a.direction == "regression"]
+    return EXIT_FAILED if regressions and not args.history else EXIT_OK
+
+
+def cmd_evaluate_detection(args: argparse.Namespace) -> int:
+    from torchpulse.analysis import evaluation
+
+    options = evaluation.Options(
+        commits=args.commits, per_cell=args.per_cell, noise_series=args.noise_series,
+        seed=args.seed, alpha=args.alpha, threshold=args.threshold, use_asv=not args.no_asv,
+        otava_venv=None if args.no_otava else Path(args.otava_venv),
+        keep=Path(args.keep) if args.keep else None)
+    text, met = evaluation.evaluate(
+        options, progress=lambda line: print(f"[evaluate-detection] {line}", file=sys.stderr,
+                                             flush=True))
+    sys.stdout.write(text)
+    if args.output:
+        write_output(text, args.output)
+    return EXIT_OK if met else EXIT_FAILED
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "alert", help="report the regressions still present at the newest commit",
+        description="Build one series per benchmark, parameters, machine and environment "
+        "from the asv results, in first-parent commit order of the branch, find its change "
+        "points and report the regressions still present at the newest commit (with "
+        "--history: every change point). Exit 0: none, 1: at least one regression, 2: bad "
+        "input. Record samples (asv run --record-samples) for the best detection.",
+    )
+    add_config(p, "the repository, its branches, the results directory")
+    add_results_dir(p)
+    add_machine(p, "only this asv machine (default: every machine)")
+    p.add_argument("--branch", help="branch whose first-parent history orders the commits "
+                   "(default: the config's first branch)")
+    p.add_argument("--since", metavar="REV", help="report only changes at commits after REV "
+                   "(the older history still sets each series' noise and baseline)")
+    p.add_argument("--history", action="store_true",
+                   help="list every change point, old and new, up and down (exit 0)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="text (default), "
+                   "markdown, json or github (workflow annotations)")
+    add_output(p, "write the report here (default: stdout)")
+    p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD,
+                   help="smallest change worth an alert, as a fraction (default: "
+                   f"{DEFAULT_THRESHOLD}): changes clearly below it are not reported")
+    p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
+                   help="significance of a change point within a series, and the false-"
+                   f"discovery rate across series (default: {DEFAULT_ALPHA})")
+    p.set_defaults(func=cmd_alert)
+
+    p = sub.add_parser(
+        "evaluate-detection", help="measure how well alerts find planted regressions",
+        description="Build a synthetic asv project (a git repository and results with "
+        "planted steps, improvements, spikes and pure noise; several samples per commit, "
+        "between-run jitter, outliers) in a temporary directory; run torchpulse alert, asv's "
+        "publish-time detector and Apache Otava (defaults; in its own virtual environment) "
+        "on it; print recall by step size and distance, location accuracy and false alarms "
+        "side by side. Exit 1 when torchpulse misses one of its targets.",
+    )
+    p.add_argument("--commits", type=positive_int, default=60, help="commits per series "
+                   "(default: 60)")
+    p.add_argument("--per-cell", type=positive_int, default=40, help="series per step size,"
+                   " distance and noise level (default: 40)")
+    p.add_argument("--noise-series", type=positive_int, default=400,
+                   help="pure-noise series per noise level (default: 400)")
+    p.add_argument("--seed", type=non_negative_int, default=0)
+    p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
+                   help=f"torchpulse alert --alpha (default: {DEFAULT_ALPHA})")
+    p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD,
+                   help=f"torchpulse alert --threshold (default: {DEFAULT_THRESHOLD})")
+    p.add_argument("--otava-venv", default=".venv-otava", metavar="DIR", help="virtual "
+                   "environment for Apache Otava, created when missing (default: .venv-otava)")
+    p.add_argument("--no-otava", action="store_true", help="skip Otava")
+    p.add_argument("--no-asv", action="store_true", help="skip asv's detector (asv publish)")
+    p.add_argument("--keep", metavar="DIR", help="build the project in DIR and keep it")
+    add_output(p, "also write the tables to FILE")
+    p.set_defaults(func=cmd_evaluate_detection)

@@ -1,0 +1,150 @@
+"""What every command shares: the exit codes, the parser class, argument types, and the flags
+several commands take, each defined once here.
+
+Nothing here imports torch, numpy, scipy or asv: `torchpulse --help` builds every parser, and
+it must stay fast. What a flag needs to be checked against (a device, an asv config) is
+imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchpulse.errors import TorchpulseError
+from torchpulse.presets import PRESETS
+
+if TYPE_CHECKING:
+    from torchpulse.results.project import Project
+
+# The exit codes, the same for every command (README, "Exit codes").
+EXIT_OK = 0  # it worked; nothing regressed or failed
+EXIT_FAILED = 1  # the measured thing failed or regressed: a regression, a failed runner/model
+EXIT_USAGE = 2  # bad input or usage: one line on stderr, nothing written
+
+CONFIG = "asv.conf.json"
+
+
+class UsageError(TorchpulseError):
+    """Bad command-line input that only shows once the arguments are parsed."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line (no usage block), exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+# --------------------------------------------------------------------------- argument types
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def fraction(text: str) -> float:
+    value = _float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
+    return value
+
+
+def port(text: str) -> int:
+    value = _int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {text!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- shared flags
+
+
+def add_preset(p: argparse.ArgumentParser, *aliases: str, what: str = "size preset") -> None:
+    p.add_argument("--preset", *aliases, choices=tuple(PRESETS), metavar="PRESET",
+                   help=f"{what}: {', '.join(PRESETS)} (default: $TORCHPULSE_PRESET, else "
+                   "cuda or cpu by device)")
+
+
+def add_device(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", help="cpu or cuda (default: $TORCHPULSE_DEVICE, else cuda "
+                   "when available)")
+
+
+def add_config(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--config", default=CONFIG, metavar="FILE",
+                   help=f"asv config (default: {CONFIG}): {what}")
+
+
+def add_results_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results-dir", metavar="DIR",
+                   help="results tree (default: the config's results_dir)")
+
+
+def add_machine(p: argparse.ArgumentParser, help: str, required: bool = False) -> None:
+    p.add_argument("--machine", required=required, metavar="NAME", help=help)
+
+
+def add_output(p: argparse.ArgumentParser, what: str, *aliases: str) -> None:
+    p.add_argument("--output", *aliases, metavar="FILE", help=what)
+
+
+# --------------------------------------------------------------------------- at run time
+
+
+def project(args: argparse.Namespace) -> Project:
+    """The asv project of --config, with --results-dir applied when the command has it."""
+    from torchpulse.results.project import Project
+
+    return Project.load(args.config).with_results_dir(getattr(args, "results_dir", None))
+
+
+def write_output(text: str, output: str | None) -> None:
+    """``text`` to stdout, or all or nothing to the file ``output``."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from torchpulse.files import write_text_atomically
+
+    try:
+        write_text_atomically(Path(output), text)
+    except OSError as exc:
+        raise UsageError(f"{output}: cannot write ({exc.strerror or exc})") from None
+
+
+def note(command: str, text: str) -> None:
+    """A line on stderr, prefixed with the command."""
+    print(f"torchpulse {command}: {text}", file=sys.stderr, flush=True)

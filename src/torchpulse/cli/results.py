@@ -1,0 +1,88 @@
+"""`torchpulse import | merge`: putting results into a results tree (torchpulse.results)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from torchpulse.cli.args import (
+    EXIT_OK,
+    UsageError,
+    add_config,
+    add_machine,
+    add_results_dir,
+    note,
+    project,
+)
+from torchpulse.results.external import DEFAULT_SOURCE
+from torchpulse.results.importers import FORMAT_NAMES
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from torchpulse.results import ingest
+
+    done = ingest.import_files(
+        project(args), args.format, [Path(f) for f in args.files], commit=args.commit,
+        machine=args.machine, env_name=args.env_name,
+        machine_info=Path(args.machine_info) if args.machine_info else None,
+        unit=args.unit, replace=args.replace)
+    for line in done.notes:
+        note("import", f"note: {line}")
+    s = done.summary
+    print(f"imported {s.added + s.replaced} values ({s.added} new, {s.replaced} replaced) of "
+          f"{len(s.benchmarks)} benchmarks from {done.files} file(s) into {s.path}")
+    return EXIT_OK
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from torchpulse.results import merge
+
+    summary = merge.merge_trees([Path(s) for s in args.sources], Path(args.into))
+    if summary.conflicts:
+        shown = "; ".join(summary.conflicts[:3])
+        more = f" (and {len(summary.conflicts) - 3} more)" if len(summary.conflicts) > 3 else ""
+        raise UsageError(f"{len(summary.conflicts)} conflict(s), nothing written: {shown}{more}")
+    print(f"merged {len(args.sources)} tree(s) into {args.into}: {summary.files_written} "
+          f"results file(s) written, machines {', '.join(sorted(summary.machines)) or 'none'}, "
+          f"{summary.benchmarks_added} benchmark(s) new to benchmarks.json")
+    return EXIT_OK
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "import", help="import results other harnesses printed into the asv results tree",
+        description="Parse FILEs of one FORMAT and merge them, as results of commit REV on "
+        "machine NAME, into the results tree, where asv publish shows them under "
+        "external.*. All-or-nothing: a malformed file or a value already stored (without "
+        "--replace) changes nothing and exits 2.",
+    )
+    p.add_argument("format", choices=FORMAT_NAMES, metavar="FORMAT",
+                   help=f"one of: {', '.join(FORMAT_NAMES)}")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--commit", required=True, metavar="REV",
+                   help="the commit the results belong to (on a branch of the asv config)")
+    add_machine(p, "asv machine name", required=True)
+    add_config(p, "the repository, its branches and the results directory")
+    add_results_dir(p)
+    p.add_argument("--env-name", default=DEFAULT_SOURCE, metavar="NAME",
+                   help=f"results file suffix and graph line (default: {DEFAULT_SOURCE}); "
+                   "use one per kind of run, e.g. inductor-training")
+    p.add_argument("--machine-info", metavar="FILE", help="JSON with asv machine fields "
+                   "(arch, cpu, num_cpu, os, ram) for a new machine")
+    p.add_argument("--unit", choices=("ms", "s"), help="unit of oss/pep values (default: ms; "
+                   "s for files from upstream's CPU path, which prints seconds labelled ms)")
+    p.add_argument("--replace", action="store_true",
+                   help="overwrite values already stored for this commit")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser(
+        "merge", help="merge asv results trees from several machines or shards",
+        description="Combine asv results trees: machine directories side by side, results "
+        "files of the same machine, commit and environment merged benchmark by benchmark, "
+        "benchmarks.json the union. Conflicts (a benchmark with two results or two versions, "
+        "one machine name with two descriptions) exit 2 and write nothing.",
+    )
+    p.add_argument("sources", nargs="+", metavar="SRC", help="results trees to merge")
+    p.add_argument("--into", required=True, metavar="DIR", help="destination results tree "
+                   "(created if missing; existing results are kept)")
+    p.set_defaults(func=cmd_merge)

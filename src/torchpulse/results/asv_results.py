@@ -1,0 +1,119 @@
+"""asv's results files through asv's own classes: the one module that uses asv's ``Results``
+API, so that a change in a future asv breaks here, and in its test, rather than silently in
+every reader and writer.
+
+Everything goes through what ``Results`` offers publicly (its constructor, ``load``,
+``add_result``, ``save``, the ``get_result_*`` accessors, ``benchmark_version``) and
+``asv.results.get_filename``; nothing reads its private attributes. Files are always written
+by asv's own serialisation, into a scratch folder first, then renamed into place.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from asv import util as asv_util
+from asv.results import Results, get_filename
+from asv.runner import BenchmarkResult
+
+from torchpulse.errors import TorchpulseError
+
+# the asv whose Results API this module was written against (tests/results checks it)
+ASV_VERSION = "0.6.6"
+
+Row = tuple[tuple[str, ...], object, list[float] | None]  # (params, value, samples)
+
+
+class ResultsFileError(TorchpulseError, ValueError):
+    """A file asv cannot read as a results file."""
+
+
+def load(path: Path, machine: str | None = None) -> Results:
+    try:
+        return Results.load(str(path), machine_name=machine)
+    except (asv_util.UserError, OSError, ValueError, KeyError, TypeError) as exc:
+        raise ResultsFileError(f"{path}: not an asv results file ({exc})") from None
+
+
+def new(params: dict[str, str], commit: str, date_ms: int, python: str,
+        env_name: str) -> Results:
+    """An empty results file of one commit; ``params`` are the machine's and the
+    environment's fields (``machine`` among them), which identify a graph line."""
+    return Results(params, {}, commit, date_ms, python, env_name, {})
+
+
+def filename(machine: str, commit: str, env_name: str) -> str:
+    """Where asv keeps that commit's results, relative to the results directory."""
+    return get_filename(machine, commit, env_name)
+
+
+def benchmarks(results: Results) -> list[str]:
+    return list(results.get_all_result_keys())
+
+
+def version(results: Results, name: str) -> str | None:
+    return results.benchmark_version.get(name)
+
+
+def params(results: Results, name: str) -> list[list[str]]:
+    """The parameter values of a stored benchmark (asv repr strings), [] when it has none."""
+    return [list(p) for p in results.get_result_params(name) or []]
+
+
+def values(results: Results, name: str, grid: list[list[str]] | None = None) -> list[object]:
+    """One value per parameter combination of ``grid`` (default: the stored parameters), in
+    itertools.product order; None for a combination without a value. ``grid`` may hold
+    values the file does not: asv maps the stored ones onto it."""
+    if grid is None:
+        grid = results.get_result_params(name) or []
+    stored = results.get_result_value(name, grid)
+    return stored if isinstance(stored, list) else [stored]
+
+
+def rows(results: Results, name: str) -> Iterator[Row]:
+    """(parameter combination, value, samples) for every combination of a benchmark."""
+    grid = results.get_result_params(name) or []
+    value = results.get_result_value(name, grid)
+    samples = results.get_result_samples(name, grid)
+    if not isinstance(value, list):
+        value, samples = [value], [samples]
+    combos = list(itertools.product(*grid)) if grid else [()]
+    samples = samples if isinstance(samples, list) else [None] * len(combos)
+    for combo, v, s in zip(combos, value, samples, strict=False):
+        yield tuple(combo), v, s
+
+
+def add(results: Results, name: str, version: str, params: list[list[str]],
+        values: Sequence[float | None], samples: Sequence[Sequence[float] | None] | None = None,
+        selected: set[int] | None = None) -> None:
+    """Store a benchmark's values (one per combination of ``params``, in itertools.product
+    order; None leaves a combination without a value) and, where given, their samples
+    (asv then keeps the samples and their statistics). ``selected``: the combinations this
+    call sets; the others keep what was stored (all of them when None)."""
+    samples = list(samples) if samples is not None else [None] * len(values)
+    number = [1 if s else None for s in samples]
+    result = BenchmarkResult(result=list(values), samples=[list(s) if s else None
+                                                           for s in samples],
+                             number=number, errcode=0, stderr="", profile=None)
+    bench = {"name": name, "version": version, "params": params}
+    results.add_result(bench, result, record_samples=True, selected_idx=selected)
+
+
+def save(results: Results, results_dir: Path, relative: str) -> Path:
+    """asv's own serialisation of ``results`` (whose place is ``relative``, from
+    ``filename``), written into a scratch folder and renamed into place."""
+    final = results_dir / relative
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=".write-"))
+    try:
+        results.save(str(staging))
+        os.replace(staging / relative, final)
+    finally:
+        for leftover in sorted(staging.rglob("*"), reverse=True):
+            leftover.rmdir() if leftover.is_dir() else leftover.unlink()
+        staging.rmdir()
+    return final

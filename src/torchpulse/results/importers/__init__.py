@@ -1,0 +1,86 @@
+"""Parsers for results other harnesses print, turned into records for asv stub benchmarks.
+
+Each format module has ``parse(path, text, unit_scale, notes) -> list[Record]`` and raises
+``InputError`` ("FILE:LINE: what is wrong") for anything malformed; nothing is written
+before every file has parsed. Values are converted to the stub metric's unit (seconds for
+time_* metrics); ``unit_scale`` is the factor to seconds where a format's unit can vary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchpulse.errors import TorchpulseError
+from torchpulse.results.external import PARAM_VALUE
+
+
+class InputError(TorchpulseError, ValueError):
+    """A malformed foreign file; the message names the file (and line)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    stub: str  # key of torchpulse.external.STUBS
+    method: str
+    params: tuple[str, ...]  # raw values, validated against PARAM_VALUE
+    value: float  # in the metric's unit; the median of ``samples`` when there are samples
+    samples: tuple[float, ...] = ()
+
+
+def where(path: Path, line: int | None = None) -> str:
+    return f"{path}:{line}" if line is not None else str(path)
+
+
+def number(value: object, place: str, what: str, allow_zero: bool = False,
+           from_string: bool = False) -> float:
+    """A finite, positive (or with ``allow_zero`` non-negative) number; JSON booleans and,
+    unless ``from_string``, strings are refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(f"{place}: {what} is not a number: {value!r}")
+    if isinstance(value, str):
+        if not from_string:
+            raise InputError(f"{place}: {what} is a string, not a number: {value!r}")
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise InputError(f"{place}: {what} is not a number: {value!r}") from None
+    value = float(value)
+    if not math.isfinite(value):
+        raise InputError(f"{place}: {what} is not finite: {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = "negative" if value < 0 else "zero"
+        raise InputError(f"{place}: {what} is {bound}: {value!r}")
+    return value
+
+
+def param(value: object, place: str, what: str) -> str:
+    if not isinstance(value, str) or not PARAM_VALUE.fullmatch(value):
+        raise InputError(f"{place}: {what} {value!r} has characters outside "
+                         f"{PARAM_VALUE.pattern} (or is empty or too long)")
+    return value
+
+
+# (path, text, unit_scale, notes): notes collects what was skipped on purpose
+Parser = Callable[[Path, str, float | None, list[str]], list[Record]]
+
+
+def formats() -> dict[str, Parser]:
+    from torchpulse.results.importers import autograd, dynamo, fastrnns, pytest_benchmark
+
+    return {
+        "oss": fastrnns.parse_oss,
+        "pep": fastrnns.parse_pep,
+        "pytest-benchmark": pytest_benchmark.parse,
+        "dynamo-csv": dynamo.parse,
+        "autograd-md": autograd.parse,
+    }
+
+
+# formats whose values come in a unit the file does not state (fastrnns: ms, or seconds
+# labelled ms from upstream's CPU path); the others have fixed units
+SCALABLE = {"oss", "pep"}
+UNITS = {"ms": 1e-3, "s": 1.0}
+FORMAT_NAMES = ("oss", "pep", "pytest-benchmark", "dynamo-csv", "autograd-md")

@@ -1,0 +1,274 @@
+"""Writing into an asv results tree: imported records, machine.json, benchmarks.json.
+
+Rules: every file is replaced atomically (temp file + rename); a commit's
+existing results are merged, never clobbered (an existing value is replaced only when asked);
+writers hold an exclusive lock on the results directory, so concurrent imports lose nothing;
+and everything that can be refused is checked before the first byte is written.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchpulse.errors import TorchpulseError
+from torchpulse.files import write_json_atomically
+from torchpulse.results import asv_results, external
+from torchpulse.results.importers import Record
+
+NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
+MACHINE_FIELDS = ("arch", "cpu", "machine", "num_cpu", "os", "ram")
+BENCHMARKS_JSON = "benchmarks.json"
+BENCHMARKS_API = 2  # the "version" asv writes into benchmarks.json
+MACHINE_API = 1
+
+
+class StoreError(TorchpulseError, ValueError):
+    """A write that would lose or contradict stored data; nothing was written."""
+
+
+def check_name(value: str, what: str) -> str:
+    if not NAME.fullmatch(value) or value in {".", ".."}:
+        raise StoreError(f"{what} {value!r} must be 1-100 characters of A-Z a-z 0-9 _ . -")
+    return value
+
+
+# --------------------------------------------------------------------------- files
+
+
+@contextmanager
+def locked(results_dir: Path) -> Iterator[None]:
+    """An exclusive lock on the results directory itself (flock on its descriptor: no lock
+    file is left behind), held while reading, merging and writing."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(results_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def read_json_object(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"{path}: cannot read ({exc})") from None
+    if not isinstance(data, dict):
+        raise StoreError(f"{path}: not a JSON object")
+    return data
+
+
+# --------------------------------------------------------------------------- machines
+
+
+def placeholder_machine(name: str) -> dict[str, object]:
+    """Fields for a machine known only by name: fixed, so every import lands on one graph."""
+    info: dict[str, object] = dict.fromkeys(MACHINE_FIELDS, "unknown")
+    info["machine"] = name
+    info["version"] = MACHINE_API
+    return info
+
+
+def validate_machine_info(name: str, info: object, source: str) -> dict[str, object]:
+    if not isinstance(info, dict):
+        raise StoreError(f"{source}: machine info must be a JSON object")
+    if "machine" in info and info["machine"] != name:
+        raise StoreError(f"{source}: machine is {info['machine']!r}, --machine is {name!r}")
+    unknown = sorted(set(info) - set(MACHINE_FIELDS) - {"version"})
+    if unknown:
+        raise StoreError(f"{source}: unknown machine field(s) {', '.join(unknown)}; asv's are "
+                         f"{', '.join(MACHINE_FIELDS)}")
+    result = placeholder_machine(name)
+    for key in MACHINE_FIELDS:
+        if key in info:
+            value = info[key]
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                raise StoreError(f"{source}: machine field {key!r} must be a string")
+            result[key] = str(value)
+    return result
+
+
+def machine_for_import(results_dir: Path, name: str,
+                       given: dict[str, object] | None) -> tuple[dict[str, object], bool]:
+    """(machine.json content, whether it must be written). An existing machine.json wins;
+    different --machine-info for it is refused (it would split the graphs)."""
+    path = results_dir / name / "machine.json"
+    existing = read_json_object(path) if path.exists() else None
+    if existing is not None:
+        if given is not None and any(str(existing.get(k)) != str(given[k])
+                                     for k in MACHINE_FIELDS):
+            raise StoreError(f"{path} already describes machine {name!r} differently from "
+                             "--machine-info; use another --machine name or the same info")
+        return existing, False
+    return (given if given is not None else placeholder_machine(name)), True
+
+
+def result_params(machine: dict[str, object], source: str) -> dict[str, str]:
+    """The graph-identifying params of imported results: the machine's fields, an empty
+    python, and the source (env) name, so two sources never share a graph line."""
+    params = {k: str(machine.get(k, "unknown")) for k in MACHINE_FIELDS}
+    params["python"] = ""
+    params["source"] = source
+    return params
+
+
+# --------------------------------------------------------------------------- imports
+
+
+@dataclass
+class ImportSummary:
+    path: Path
+    added: int = 0
+    replaced: int = 0
+    benchmarks: list[str] = field(default_factory=list)
+
+
+def _is_missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _grid(old: list[list[str]], new: list[set[str]]) -> list[list[str]]:
+    return [list(o) + sorted(n - set(o)) for o, n in zip(old, new, strict=True)]
+
+
+def _index(params: list[list[str]], combo: tuple[str, ...]) -> int:
+    """Position of ``combo`` in itertools.product order over ``params``."""
+    idx = 0
+    for values, value in zip(params, combo, strict=True):
+        idx = idx * len(values) + values.index(value)
+    return idx
+
+
+def _size(params: list[list[str]]) -> int:
+    return math.prod(len(v) for v in params)
+
+
+def merge_records(results: asv_results.Results, records: Iterable[Record], replace: bool,
+                  where: str = "the results file") -> ImportSummary:
+    """Add ``records`` to ``results`` in memory; StoreError (and ``results`` unchanged) when
+    a value is already stored and ``replace`` is false. ``where`` names the file in errors."""
+    by_name: dict[str, dict[tuple[str, ...], Record]] = {}
+    for r in records:
+        stub = external.STUBS[r.stub]
+        combo = tuple(external.param_repr(v) for v in r.params)
+        by_name.setdefault(stub.name(r.method), {})[combo] = r
+    plans = []
+    conflicts: list[str] = []
+    summary = ImportSummary(Path(where))
+    stored_names = set(asv_results.benchmarks(results))
+    for name, new in sorted(by_name.items()):
+        stub, _metric = external.stub_for(name)
+        stored = name in stored_names
+        if stored and asv_results.version(results, name) != stub.version:
+            raise StoreError(f"{where}: {name} is stored with version "
+                             f"{asv_results.version(results, name)!r}, the suite's is "
+                             f"{stub.version!r}")
+        old_params = asv_results.params(results, name) if stored else None
+        old_params = old_params or [[] for _ in stub.param_names]
+        params = _grid(old_params, [{c[i] for c in new} for i in range(len(stub.param_names))])
+        old_values = (asv_results.values(results, name, params) if stored
+                      else [None] * _size(params))
+        for combo in new:
+            if not _is_missing(old_values[_index(params, combo)]):
+                if not replace:
+                    conflicts.append(f"{name}({', '.join(combo)})")
+                summary.replaced += 1
+            else:
+                summary.added += 1
+        plans.append((name, stub, params, new))
+    if conflicts:
+        shown = "; ".join(conflicts[:3]) + (f" and {len(conflicts) - 3} more"
+                                            if len(conflicts) > 3 else "")
+        raise StoreError(f"{where} already has {shown}; pass --replace to overwrite")
+    for name, stub, params, new in plans:
+        size = _size(params)
+        values: list[float | None] = [None] * size
+        samples: list[tuple[float, ...] | None] = [None] * size
+        for combo, r in new.items():
+            i = _index(params, combo)
+            values[i] = r.value
+            samples[i] = r.samples or None  # asv then stores their median and stats
+        asv_results.add(results, name, stub.version, params, values, samples,
+                        selected={_index(params, combo) for combo in new})
+        summary.benchmarks.append(name)
+    return summary
+
+
+def benchmark_entry(stub: external.Stub, metric: external.Metric,
+                    params: list[list[str]]) -> dict[str, object]:
+    """benchmarks.json's entry for a stub, as asv's discovery writes it for the same class."""
+    entry: dict[str, object] = {
+        "code": f"# imported results only: {metric.description}",
+        "name": stub.name(metric.method),
+        "param_names": list(stub.param_names),
+        "params": params,
+        "type": metric.type,
+        "unit": metric.unit,
+        "version": stub.version,
+        "timeout": 60.0,
+    }
+    return entry
+
+
+def update_benchmarks_json(results_dir: Path) -> None:
+    """Add or refresh the stub entries (parameters: everything imported so far)."""
+    path = results_dir / BENCHMARKS_JSON
+    data = read_json_object(path) if path.exists() else {"version": BENCHMARKS_API}
+    scanned = external.scan(results_dir)
+    for stub in external.STUBS.values():
+        params = external.stub_params(stub, results_dir, scanned)
+        for metric in stub.metrics:
+            data[stub.name(metric.method)] = benchmark_entry(stub, metric, params)
+    write_json_atomically(path, data)
+
+
+@dataclass(frozen=True)
+class Target:
+    results_dir: Path
+    machine: str
+    commit: str  # full sha
+    date_ms: int
+    source: str = external.DEFAULT_SOURCE
+
+
+def import_records(target: Target, records: list[Record], replace: bool = False,
+                   machine_info: dict[str, object] | None = None) -> ImportSummary:
+    """Merge ``records`` into the target commit's results file, all or nothing."""
+    check_name(target.machine, "machine name")
+    check_name(target.source, "env name")
+    if not records:
+        raise StoreError("nothing to import")
+    results_dir = target.results_dir
+    with locked(results_dir):
+        machine, write_machine = machine_for_import(results_dir, target.machine, machine_info)
+        params = result_params(machine, target.source)
+        relative = asv_results.filename(target.machine, target.commit, target.source)
+        path = results_dir / relative
+        if path.exists():
+            try:
+                results = asv_results.load(path)
+            except asv_results.ResultsFileError as exc:
+                raise StoreError(f"{path}: cannot read ({exc})") from None
+            if results.commit_hash != target.commit:
+                raise StoreError(f"{path} holds commit {results.commit_hash}, not "
+                                 f"{target.commit} (two commits share the prefix)")
+            if results.params != params:
+                raise StoreError(f"{path} was written for other machine params; use "
+                                 "another --env-name")
+        else:
+            results = asv_results.new(params, target.commit, target.date_ms, "", target.source)
+        summary = merge_records(results, records, replace, where=relative)
+        if write_machine:
+            write_json_atomically(results_dir / target.machine / "machine.json", machine)
+        summary.path = asv_results.save(results, results_dir, relative)
+        update_benchmarks_json(results_dir)
+    return summary

@@ -1,0 +1,185 @@
+"""The site's torchpulse page: the summary per machine and the alert report, as one static
+HTML file next to asv's index.html (no scripts, nothing loaded from elsewhere)."""
+
+from __future__ import annotations
+
+from html import escape
+from urllib.parse import quote
+
+from torchpulse.analysis.alert import Alert
+from torchpulse.analysis.detect import MIN_POINTS
+from torchpulse.analysis.report import human
+from torchpulse.analysis.series import SeriesKey
+from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
+
+PAGE = "torchpulse.html"
+ALERTS_JSON = "torchpulse-alerts.json"
+_ICON = '<link rel="icon" href="swallow.ico">'  # asv's, beside index.html
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+nav a { margin-right: 1.2em; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.7em; text-align: left; }
+th { background: #f4f4f4; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.status { white-space: nowrap; }
+td.env { font-size: 0.8em; }
+.regression, .up { color: #b00020; font-weight: 600; }
+.down { color: #1b7a1b; }
+.unstable { color: #9a6700; }
+.muted { color: #777; }
+code { font-size: 0.95em; }
+"""
+
+
+def _hash_url(key: SeriesKey, names: tuple[str, ...]) -> str:
+    """asv's graph page for one series (index.html#name?machine=...&p-param=value)."""
+    def enc(text: str) -> str:  # JavaScript's encodeURIComponent, which asv decodes
+        return quote(text, safe="-_.!~*'()")
+
+    args = [f"machine={enc(key.machine)}"]
+    args += [f"p-{enc(n)}={enc(v)}" for n, v in zip(names, key.params, strict=False)]
+    return f"index.html#{enc(key.benchmark)}?{'&'.join(args)}"
+
+
+def _params(row: Row) -> str:
+    if not row.key.params:
+        return ""
+    names = row.param_names or tuple(f"#{i}" for i in range(len(row.key.params)))
+    return ", ".join(f"{n}={v}" for n, v in zip(names, row.key.params, strict=False))
+
+
+def _pct(value: float, signed: bool = False) -> str:
+    if value == float("inf"):
+        return "inf"
+    return f"{value * 100:+.1f}%" if signed else f"{value * 100:.1f}%"
+
+
+def _commit(sha: str) -> str:
+    return f'<code title="{escape(sha)}">{escape(sha[:8])}</code>'
+
+
+def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]]) -> list[str]:
+    rows = []
+    for a in alerts:
+        name = a.key.benchmark + (f"({', '.join(a.key.params)})" if a.key.params else "")
+        url = _hash_url(a.key, names.get(a.key.benchmark, ()))
+        rows.append(
+            f'<tr class="alert"><td class="num {"up" if a.ratio > 1 else "down"}">'
+            f"{_pct(a.ratio - 1, signed=True)}</td>"
+            f'<td><a href="{escape(url)}">{escape(name)}</a></td><td>{escape(a.key.env)}</td>'
+            f"<td>{_commit(a.commit)} (after {_commit(a.previous_commit)})</td>"
+            f'<td class="num">{escape(human(a.before, a.unit))}</td>'
+            f'<td class="num">{escape(human(a.after, a.unit))}</td>'
+            f'<td class="num">{"n/a" if a.pvalue is None else f"{a.pvalue:.2g}"}</td></tr>')
+    return rows
+
+
+def _series_row(row: Row, show_env: bool) -> str:
+    change = row.change
+    if change is None:
+        change_cell = '<td class="num muted">-</td>'
+    else:
+        direction = "up" if change > 0 else "down"
+        cls = f"num {direction}" if row.notable else "num"
+        change_cell = f'<td class="{cls}">{_pct(change, signed=True)}</td>'
+    noise = row.noise
+    cv = _pct(noise.cv) if noise else "-"
+    mde = _pct(noise.mde) if noise else "-"
+    env = f'<td class="env">{escape(row.key.env)}</td>' if show_env else ""
+    status_cls = row.status.replace(" ", "-")
+    return (f'<tr class="series" data-status="{escape(row.status)}">'
+            f'<td><a href="{escape(_hash_url(row.key, row.param_names))}">'
+            f"{escape(row.key.benchmark)}</a></td><td>{escape(_params(row))}</td>{env}"
+            f'<td class="num">{escape(human(row.latest, row.unit))}</td>{change_cell}'
+            f'<td class="num">{cv}</td><td class="num">{mde}</td>'
+            f'<td class="num">{row.commits}</td>'
+            f'<td class="status {status_cls}">{escape(row.status)}</td></tr>')
+
+
+def _described(info: dict[str, str]) -> str:
+    ram = info.get("ram", "")
+    if ram.isdigit():  # asv records bytes
+        ram = human(float(ram), "bytes")
+    parts = (info.get("cpu", ""), f"{info['num_cpu']} cores" if info.get("num_cpu") else "",
+             info.get("os", ""), f"{ram} RAM" if ram else "")
+    return " · ".join(escape(x) for x in parts if x)
+
+
+def _series_table(rows: list[Row]) -> list[str]:
+    show_env = len({r.key.env for r in rows}) > 1
+    env_head = "<th>environment</th>" if show_env else ""
+    return [f'<table class="series"><thead><tr><th>benchmark</th><th>parameters</th>{env_head}'
+            "<th>latest</th><th>change since previous commit</th><th>noise (cv)</th>"
+            "<th>smallest detectable step</th><th>commits</th><th>status</th></tr></thead>"
+            "<tbody>", *(_series_row(r, show_env) for r in rows), "</tbody></table>"]
+
+
+def _machine(m: MachineSummary, threshold: float) -> list[str]:
+    described = _described(m.info)
+    names = {r.key.benchmark: r.param_names for r in m.rows}
+    out = [f'<section class="machine" id="machine-{escape(m.name)}">',
+           f"<h2>{escape(m.name)}</h2>",
+           f'<p class="muted">{described}</p>' if described else "",
+           f"<p>{len(m.current)} series measured at the newest commit, "
+           f"{_commit(m.newest_commit)}.</p>",
+           "<h3>Alerts</h3>"]
+    if m.alerts:
+        out += ['<table class="alerts"><thead><tr><th>change</th><th>benchmark</th>'
+                "<th>environment</th><th>first commit at the new level</th><th>before</th>"
+                "<th>after</th><th>p</th></tr></thead><tbody>",
+                *_alert_rows(m.alerts, names), "</tbody></table>"]
+    else:
+        out.append("<p>No regression is active at the newest commit.</p>")
+    unstable = sum(r.status == "unstable" for r in m.current)
+    out += ["<h3>Benchmarks</h3>",
+            f'<p class="muted">{unstable} of {len(m.current)} series are too noisy for the '
+            f"{threshold * 100:g}% threshold (unstable). A change since the previous commit "
+            f"is coloured when it exceeds {NOTABLE_SIGMAS:g} standard deviations of the "
+            "difference of two runs; series with fewer than "
+            f"{MIN_POINTS} commits have no noise estimate.</p>", *_series_table(m.current)]
+    if m.stale:
+        out += [f"<details><summary>{len(m.stale)} series not measured at the newest commit "
+                "(renamed or removed benchmarks, older environments)</summary>",
+                *_series_table(m.stale), "</details>"]
+    out.append("</section>")
+    return [line for line in out if line]
+
+
+def render(summary: Summary) -> str:
+    report = summary.report
+    regressions = [a for a in report.alerts if a.direction == "regression"]
+    verdict = (f'<p class="regression">{len(regressions)} active regression(s).</p>'
+               if regressions else "<p>No regression is active at the newest commit.</p>")
+    body = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<title>torchpulse summary</title>", _ICON, f"<style>{_STYLE}</style></head><body>",
+        '<nav><a href="index.html">asv: benchmark grid</a>'
+        '<a href="index.html#/regressions">asv: regressions</a>'
+        f'<a href="{ALERTS_JSON}">alerts as JSON</a></nav>',
+        "<h1>torchpulse summary</h1>",
+        f"<p>Branch <code>{escape(summary.branch)}</code>: "
+        f"{sum(len(m.rows) for m in summary.machines)} series on {len(summary.machines)} "
+        "machine(s). Alerts as "
+        f"<code>torchpulse alert</code> reports them: regressions still present at the "
+        f"newest commit, false-discovery rate {report.alpha:g}, practical threshold "
+        f"{report.threshold * 100:g}%.</p>", verdict]
+    if report.off_branch_files:
+        body.append(f'<p class="muted">{report.off_branch_files} results file(s) are for '
+                    "commits off the branch's first-parent history and are left out.</p>")
+    if not summary.machines:
+        body.append("<p>No results on this branch yet.</p>")
+    for m in summary.machines:
+        body += _machine(m, report.threshold)
+    body.append("</body></html>")
+    return "\n".join(body) + "\n"
+
+
+def unavailable(reason: str) -> str:
+    """The page when no summary can be built (say, the config's repo is remote)."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>torchpulse summary</title>{_ICON}<style>{_STYLE}</style></head><body>"
+            '<nav><a href="index.html">asv: benchmark grid</a></nav>'
+            "<h1>torchpulse summary</h1>"
+            f'<p class="regression">No summary: {escape(reason)}</p></body></html>\n')

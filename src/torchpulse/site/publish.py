@@ -1,0 +1,106 @@
+"""``asv publish``, made self-contained: asv builds the site into a scratch folder, the CDN
+assets are copied in, torchpulse's summary page is added and linked, and only then does the
+scratch folder replace html/ (a failure leaves the previous site as it was)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from torchpulse.analysis.report import to_json
+from torchpulse.analysis.summary import Summary, build
+from torchpulse.errors import TorchpulseError
+from torchpulse.results.project import Project
+from torchpulse.site import assets, page
+
+# asv's navigation bar (on every asv view, all in index.html) gets a link to our page.
+_NAV_ANCHOR = '<li id="nav-li-regressions"><a href="#/regressions">Regressions</a></li>'
+NAV_LINK = (f'<li id="nav-li-torchpulse"><a href="{page.PAGE}">torchpulse summary'
+            "</a></li>")
+
+
+class PublishError(TorchpulseError, RuntimeError):
+    """asv publish failed, or the site could not be completed."""
+
+
+def add_nav_link(index: Path) -> None:
+    """Link the summary page from asv's navigation bar (idempotent)."""
+    text = index.read_text(encoding="utf-8")
+    if NAV_LINK in text:
+        return
+    if _NAV_ANCHOR not in text:
+        raise PublishError(f"{index}: asv's navigation bar has no Regressions entry to put "
+                           "the torchpulse link after (asv changed its site?)")
+    index.write_text(text.replace(_NAV_ANCHOR, f"{_NAV_ANCHOR}\n\t{NAV_LINK}"),
+                     encoding="utf-8")
+
+
+def _asv_publish(config: Path, out: Path, range_spec: str | None, pull: bool) -> None:
+    cmd = [sys.executable, "-m", "asv", "publish", "--config", str(config.resolve()),
+           "--html-dir", str(out.resolve())]
+    cmd += [] if pull else ["--no-pull"]
+    cmd += [range_spec] if range_spec else []
+    # asv resolves the config's relative paths against the working directory
+    proc = subprocess.run(cmd, cwd=config.parent, check=False)
+    if proc.returncode != 0:
+        raise PublishError(f"asv publish failed (exit {proc.returncode}; its output is above)")
+
+
+def _write_summary(project: Project, out: Path) -> tuple[Summary | None, str | None]:
+    try:
+        summary = build(project)
+    except TorchpulseError as exc:  # a remote repo, an unreadable results file ...
+        (out / page.PAGE).write_text(page.unavailable(str(exc)),
+                                             encoding="utf-8")
+        return None, str(exc)
+    (out / page.PAGE).write_text(page.render(summary), encoding="utf-8")
+    (out / page.ALERTS_JSON).write_text(to_json(summary.report), encoding="utf-8")
+    return summary, None
+
+
+def _swap(new: Path, target: Path) -> None:
+    """Put ``new`` where ``target`` is, removing the old site only once the new is there."""
+    old = target.with_name(target.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        target.rename(old)
+    new.rename(target)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def publish(project: Project, node_modules: Path, *,
+            range_spec: str | None = None, pull: bool = True,
+            progress: Callable[[str], None] = print) -> Path:
+    """Publish ``project``'s site into its html directory, which it returns."""
+    assets.check(node_modules)  # a missing asset stops us before anything changes
+    target = project.html_dir
+    scratch = target.with_name(target.name + ".partial")
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    try:
+        progress("== asv publish")
+        _asv_publish(project.config, scratch, range_spec, pull)
+        vendored = assets.vendor(scratch, node_modules)
+        same = sum(v.identical for v in vendored)
+        progress(f"== {len(vendored)} assets copied into {target.name}/{assets.VENDOR_DIR}"
+                 f" ({same} byte-identical to what asv's page asks for, "
+                 f"{len(vendored) - same} from npm with their own integrity hash)")
+        add_nav_link(scratch / "index.html")
+        summary, error = _write_summary(project, scratch)
+        if summary is not None:
+            progress(f"== summary page {page.PAGE}: {summary.report.series_count} "
+                     f"series on {len(summary.machines)} machine(s), "
+                     f"{len(summary.report.alerts)} active regression(s)")
+        else:
+            progress(f"== summary page {page.PAGE}: not built ({error})")
+        _swap(scratch, target)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return target
+

@@ -1,0 +1,90 @@
+"""Serve the published site over HTTP (asv's pages need HTTP; file:// does not work), bound
+to loopback unless asked otherwise (``asv preview`` listens on every interface)."""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import socket
+import socketserver
+import sys
+from collections.abc import Callable
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from torchpulse.errors import TorchpulseError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+
+
+class ServeError(TorchpulseError, RuntimeError):
+    """No site to serve, or the address cannot be bound."""
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # Ctrl-C does not wait for open keep-alive connections
+
+    def __init__(self, address: tuple[str, int], handler: Callable[..., object]) -> None:
+        self.address_family = _family(address[0])
+        super().__init__(address, handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind looks up the host's FQDN, which can stall without DNS
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = str(self.server_address[0]), \
+            int(self.server_address[1])
+
+
+def url_of(host: str, port: int) -> str:
+    try:
+        bracket = ipaddress.ip_address(host).version == 6
+    except ValueError:  # a host name
+        bracket = False
+    return f"http://[{host}]:{port}/" if bracket else f"http://{host}:{port}/"
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def make_server(html_dir: Path, host: str = DEFAULT_HOST,
+                port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
+    """A server for ``html_dir`` (port 0 picks a free one; read it from server_address)."""
+    if not (html_dir / "index.html").is_file():
+        raise ServeError(f"{html_dir}: no published site (run `torchpulse publish` first)")
+    handler = functools.partial(_Handler, directory=str(html_dir))
+    try:
+        return _Server((host, port), handler)
+    except OSError as exc:
+        raise ServeError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+
+
+def _family(host: str) -> int:
+    try:
+        return socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        return socket.AF_INET
+
+
+def serve(html_dir: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+          announce: Callable[[str], None] = print) -> None:
+    """Serve until interrupted; ``announce`` gets the URL once the socket listens."""
+    server = make_server(html_dir, host, port)
+    with server:
+        bound_port = server.server_address[1]
+        announce(f"serving {html_dir} at {url_of(host, bound_port)} (Ctrl-C stops)")
+        if not is_loopback(host):
+            announce(f"note: {host} is not a loopback address; other machines can reach it")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass

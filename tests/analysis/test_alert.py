@@ -1,0 +1,118 @@
+"""torchpulse alert on synthetic asv projects: the JSON contract, formats, exit codes,
+bad input; evaluate-detection's scoring (the CI gate itself runs in e2e/)."""
+
+import json
+
+import pytest
+from clirun import exit_code
+
+from torchpulse.analysis import evaluation, synthetic
+from torchpulse.cli import main
+
+
+def alert(path, *args):
+    return main(["alert", "--config", str(path / "asv.conf.json"), *args])
+
+
+def test_json_contract_and_planted_steps(alert_project, tmp_path, capsys):
+    path, truths, history = alert_project
+    out = tmp_path / "alerts.json"
+    assert alert(path, "--format", "json", "--output", str(out)) == 1
+    data = json.loads(out.read_text())
+    assert data["series"] == len(truths)
+    by_series = {}
+    for a in data["alerts"]:
+        assert set(a) == {"benchmark", "params", "machine", "env", "commit", "previous_commit",
+                          "before", "after", "ratio", "unit", "pvalue", "direction"}
+        assert a["direction"] == "regression" and a["ratio"] > 1 and a["unit"] == "seconds"
+        assert a["ratio"] == pytest.approx(a["after"] / a["before"])
+        assert history.index(a["previous_commit"]) == history.index(a["commit"]) - 1
+        assert a["machine"] == synthetic.MACHINE and a["env"] == synthetic.ENV
+        by_series.setdefault((a["benchmark"], a["params"][0]), []).append(
+            history.index(a["commit"]))
+    for t in truths:
+        hits = by_series.get((t.benchmark, t.param), [])
+        if t.kind == "step" and t.size >= 0.2 and t.distance >= 3:
+            assert any(abs(h - t.at) <= 1 for h in hits), t
+        if t.kind in ("noise", "improvement"):
+            assert hits == [], t
+    assert "report written" in capsys.readouterr().err
+
+
+def test_text_markdown_and_github_formats(alert_project, capsys):
+    path, _, _ = alert_project
+    assert alert(path) == 1
+    text = capsys.readouterr().out
+    assert "active regressions in" in text and "REGRESSION" in text and "noise:" in text
+    assert alert(path, "--format", "markdown") == 1
+    md = capsys.readouterr().out
+    assert md.startswith("## torchpulse:") and "| benchmark |" in md and "<details>" in md
+    assert alert(path, "--format", "github") == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(line.startswith(("::error ", "::warning ")) for line in lines)
+
+
+def test_history_lists_improvements_and_exits_0(alert_project, capsys):
+    path, _, _ = alert_project
+    assert alert(path, "--history", "--format", "json") == 0
+    directions = {a["direction"] for a in json.loads(capsys.readouterr().out)["alerts"]}
+    assert directions == {"regression", "improvement"}
+
+
+def test_since_the_newest_commit_reports_nothing(alert_project, capsys):
+    path, _, history = alert_project
+    assert alert(path, "--since", history[-1], "--format", "json") == 0
+    assert json.loads(capsys.readouterr().out)["alerts"] == []
+
+
+def test_tree_without_regressions_exits_0(quiet_project, capsys):
+    assert alert(quiet_project, "--format", "json") == 0
+    assert json.loads(capsys.readouterr().out)["alerts"] == []
+
+
+def test_samples_absent_still_works(tmp_path, capsys):
+    synthetic.build(tmp_path, commits=20, per_cell=1, noise_series=1, seed=5,
+                    kinds=("step",), noise=synthetic.NoiseModel(samples=1))
+    assert alert(tmp_path, "--format", "json") == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--machine", "nope"], "unknown machine 'nope'"),
+    (["--since", "nope"], "--since: unknown commit"),
+    (["--branch", "nope"], "branch 'nope'"),
+    (["--alpha", "2"], "must be between 0 and 1"),
+    (["--format", "xml"], "invalid choice"),
+])
+def test_bad_input_is_one_line_and_exit_2(alert_project, args, message, capsys):
+    path, _, _ = alert_project
+    code = exit_code(["alert", "--config", str(path / "asv.conf.json"), *args])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_malformed_results_file_and_missing_config(tmp_path, capsys):
+    synthetic.build(tmp_path, commits=6, per_cell=1, noise_series=1, seed=6, kinds=("noise",))
+    bad = next((tmp_path / "results" / synthetic.MACHINE).glob("*-synthetic.json"))
+    bad.write_text("{not json")
+    assert alert(tmp_path) == 2
+    assert "not an asv results file" in capsys.readouterr().err
+    assert main(["alert", "--config", str(tmp_path / "nope.json")]) == 2
+    assert "no such asv config" in capsys.readouterr().err
+
+
+def test_scoring_counts_recall_location_and_false_alarms():
+    truths = [synthetic.Truth("b", "'0'", "step", 0.02, 0.05, 50, 10),
+              synthetic.Truth("b", "'1'", "step", 0.02, 0.05, 50, 10),
+              synthetic.Truth("n", "'0'", "noise", 0.02)]
+    scores = evaluation.score(truths, {("b", "'0'"): [51], ("b", "'1'"): [45],
+                                       ("n", "'0'"): [3]})
+    cell = scores[("step", 0.05, 10, 0.02)]
+    assert (cell.series, cell.alarmed, cell.located) == (2, 2, 1)
+    assert scores[("noise", 0.02)].rate() == 1.0
+
+
+def test_active_upward_keeps_steps_still_present():
+    values = [1.0] * 10 + [2.0] * 10 + [1.0] * 10
+    assert evaluation.active_upward(values, [10, 20]) == []
+    assert evaluation.active_upward(values[:20], [10]) == [10]

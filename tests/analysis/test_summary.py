@@ -1,0 +1,122 @@
+"""The site's summary: rows per series from a synthetic project with planted changes, and the
+HTML page rendered from them."""
+
+import math
+from pathlib import Path
+
+import pytest
+from asv.results import Results
+
+from torchpulse.analysis import summary, synthetic
+from torchpulse.analysis.detect import Noise
+from torchpulse.analysis.series import SeriesKey
+from torchpulse.results.project import Project
+from torchpulse.site import page as summary_page
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    path = tmp_path_factory.mktemp("summary")
+    truths = synthetic.build(path, commits=20, per_cell=1, noise_series=2, seed=11,
+                             kinds=("step", "noise"), sizes=(0.2,), distances=(5,))
+    history = synthetic.history(path)
+    # one benchmark stops being measured before the newest commit (renamed, say)
+    newest = path / "results" / synthetic.MACHINE / f"{history[-1][:8]}-{synthetic.ENV}.json"
+    results = Results.load(str(newest), machine_name=synthetic.MACHINE)
+    results.remove_result("synthetic.Noise.time_cv3")
+    results.save(str(path / "results"))
+    return path, truths, history
+
+
+def built(path: Path) -> summary.Summary:
+    return summary.build(Project.load(path / "asv.conf.json"))
+
+
+def test_rows_describe_each_series(project):
+    path, truths, history = project
+    s = built(path)
+    (machine,) = s.machines
+    assert machine.name == synthetic.MACHINE
+    assert machine.newest_commit == history[-1]
+    assert len(machine.rows) == len(truths)
+    assert {r.key.benchmark for r in machine.stale} == {"synthetic.Noise.time_cv3"}
+    assert all(r.latest_commit == history[-2] for r in machine.stale)
+    for row in machine.current:
+        assert row.latest_commit == history[-1]
+        assert row.commits == len(history)
+        assert row.param_names == ("series",)
+        assert row.change == pytest.approx(row.latest / row.previous - 1)
+        assert row.noise is not None and 0 < row.noise.cv < 0.1
+
+
+def test_planted_steps_are_the_alerts(project):
+    path, truths, history = project
+    s = built(path)
+    (machine,) = s.machines
+    steps = {t.benchmark: t for t in truths if t.kind == "step"}
+    flagged = {r.key.benchmark: r for r in machine.rows if r.status == "regression"}
+    assert set(flagged) == set(steps)
+    for name, row in flagged.items():
+        assert row.alert.commit == history[steps[name].at]
+        assert row.alert.ratio == pytest.approx(1.2, abs=0.06)
+    assert [a.key for a in machine.alerts] == [a.key for a in s.report.alerts]
+    assert {r.status for r in machine.current if r.key.benchmark not in steps} <= {
+        "ok", "unstable"}
+
+
+def key(benchmark="b.T.time_x", params=("'a'",)):
+    return SeriesKey(benchmark, params, "m", "env")
+
+
+def row(latest=1.1, previous=1.0, noise=0.01, commits=10, alert=None, names=("p",)):
+    n = None if noise is None else Noise(noise, None, 0.03, False)
+    return summary.Row(key(), "seconds", names, latest, "c2", previous, commits, n, alert)
+
+
+def test_row_change_notable_status():
+    assert row().change == pytest.approx(0.1)
+    assert row(previous=None).change is None
+    # 10 % against 1 % noise: log(1.1)=0.095 > 3 * sqrt(2) * 0.01
+    assert row().notable
+    assert not row(latest=1.03).notable  # 0.030 < 0.042
+    assert not row(noise=None).notable
+    assert row(noise=None).status == "too few commits"
+    assert row().status == "ok"
+    unstable = summary.Row(key(), "seconds", (), 1, "c", 1, 9,
+                           Noise(0.1, None, math.inf, True), None)
+    assert unstable.status == "unstable"
+
+
+def test_hash_url_matches_asvs_format():
+    # asv's format_hash_string: '#' + name + '?' + key=encodeURIComponent(value)&...
+    url = summary_page._hash_url(SeriesKey("bench_rnns.LSTM.time_forward", ("'cudnn'",),
+                                           "my box", "e"), ("runner",))
+    assert url == "index.html#bench_rnns.LSTM.time_forward?machine=my%20box&p-runner='cudnn'"
+    assert summary_page._hash_url(key(params=()), ()) == "index.html#b.T.time_x?machine=m"
+
+
+def test_page_shows_machine_alerts_and_rows(project):
+    path, truths, history = project
+    s = built(path)
+    page = summary_page.render(s)
+    assert page.count('<tr class="series"') == len(truths)
+    assert page.count('<tr class="alert">') == len(s.report.alerts) == 3
+    assert f'id="machine-{synthetic.MACHINE}"' in page
+    assert "3 active regression(s)" in page
+    assert "2 series not measured at the newest commit" in page  # Noise.time_cv3 x 2
+    assert history[-1][:8] in page
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+
+
+def test_page_escapes_names():
+    r = summary.Row(SeriesKey("b.<script>x", ("'<b>'",), "m&m", "e"), "unit", ("p",),
+                    2.0, "c" * 40, None, 1, None, None)
+    m = summary.MachineSummary("m&m", {"cpu": "<i>"}, [r], [], "c" * 40)
+    report = summary_page.render(summary.Summary([m], _empty_report(), "main"))
+    assert "<script>" not in report and "<b>" not in report and "<i>" not in report
+    assert "b.&lt;script&gt;x" in report and "m&amp;m" in report
+
+
+def _empty_report():
+    from torchpulse.analysis.alert import Report
+    return Report([], [], False, 0.01, 0.05, 0)

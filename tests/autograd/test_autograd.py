@@ -1,0 +1,180 @@
+"""The functional-autograd suite: every (model, task) pair at the smoke preset, finite
+differences on the ppl models, the Hungarian matcher against brute force, the markdown table
+and the CLI."""
+
+import itertools
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchpulse.autograd import choices, matcher, models, ppl, run, table, tasks
+from torchpulse.cli import main
+
+CPU = torch.device("cpu")
+
+
+def flat(result) -> list[torch.Tensor]:
+    if isinstance(result, torch.Tensor):
+        return [result]
+    return [t for r in result for t in flat(r)]
+
+
+def expected_shapes(task: str, inputs) -> list[tuple[int, ...]]:
+    """What torch.autograd.functional returns for a scalar function of ``inputs``."""
+    shapes = [tuple(i.shape) for i in inputs]
+    if task in ("vjp", "vhp", "hvp"):
+        return [(), *shapes]  # (output, one tensor per input)
+    if task == "jvp":
+        return [(), ()]
+    if task in ("jacobian", "jacrev", "jacfwd"):
+        return shapes
+    return [a + b for a in shapes for b in shapes]  # Hessians: every block
+
+
+def test_models_and_tasks_follow_the_torch_free_name_lists():
+    assert tuple(m.name for m in models.MODELS) == choices.MODELS
+    assert set(choices.TASKS) == set(choices.ALL_TASKS)  # one set, two orders
+    for name, own in choices.MODEL_TASKS.items():
+        assert set(own) <= set(choices.ALL_TASKS), name
+        for task in own:  # every listed task is one torch.autograd.functional can run
+            assert callable(tasks.task_function(task))
+
+
+@pytest.mark.parametrize("model, task", [(m.name, t) for m, t in models.supported_pairs()])
+def test_every_supported_pair_runs_at_smoke_size(model, task):
+    prepared = run.Prepared(models.BY_NAME[model], task, CPU, "smoke", seed=0)
+    result = prepared.call()
+    tensors = flat(result)
+    assert [tuple(t.shape) for t in tensors] == expected_shapes(task, prepared.inputs)
+    assert all(torch.isfinite(t).all() for t in tensors)
+
+
+def test_loss_has_no_side_effects():
+    fn, params = models.BY_NAME["resnet18"].getter(CPU, models.BY_NAME["resnet18"].size("smoke"))
+    before = [p.clone() for p in params]
+    first, second = fn(*params), fn(*params)
+    assert first.item() == second.item()  # no running statistics, no dropout
+    assert all(torch.equal(a, b) for a, b in zip(before, params, strict=True))
+
+
+def finite_difference_grad(fn, inputs, eps=1e-6):
+    grads = []
+    for i, x in enumerate(inputs):
+        g = torch.zeros_like(x)
+        for idx in itertools.product(*(range(s) for s in x.shape)):
+            plus = [t.detach().clone() for t in inputs]
+            minus = [t.detach().clone() for t in inputs]
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            g[idx] = (fn(*plus) - fn(*minus)) / (2 * eps)
+        grads.append(g)
+    return grads
+
+
+@pytest.mark.parametrize("getter", [ppl.simple_regression, ppl.robust_regression])
+def test_vjp_and_jvp_match_finite_differences(getter):
+    torch.set_default_dtype(torch.float64)
+    try:
+        torch.manual_seed(3)
+        fn, inputs = getter(CPU, {"n": 10, "k": 4})
+        numeric = finite_difference_grad(fn, inputs)
+        _, vjp = torch.autograd.functional.vjp(fn, inputs, torch.tensor(2.0))
+        for g, n in zip(vjp, numeric, strict=True):
+            torch.testing.assert_close(g, 2 * n, rtol=1e-5, atol=1e-6)
+        v = tuple(torch.rand_like(i) for i in inputs)
+        _, jvp = torch.autograd.functional.jvp(fn, inputs, v)
+        expected = sum((n * d).sum() for n, d in zip(numeric, v, strict=True))
+        torch.testing.assert_close(jvp, expected, rtol=1e-5, atol=1e-6)
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+@pytest.mark.parametrize("seed, queries, targets", [(0, 4, 3), (1, 5, 5), (2, 6, 2)])
+def test_hungarian_matcher_finds_the_cheapest_assignment(seed, queries, targets):
+    g = torch.Generator().manual_seed(seed)
+    outputs = {"pred_logits": torch.randn(1, queries, 8, generator=g),
+               "pred_boxes": torch.rand(1, queries, 4, generator=g) * 0.5 + 0.25}
+    goal = [{"labels": torch.randint(0, 7, (targets,), generator=g),
+             "boxes": torch.rand(targets, 4, generator=g) * 0.5 + 0.25}]
+    m = matcher.HungarianMatcher(1, 5, 2)
+    cost = m.cost_matrices(outputs, goal)[0]
+    rows, cols = m(outputs, goal)[0]
+    found = cost[rows, cols].sum().item()
+    best = min(sum(cost[q, t].item() for t, q in enumerate(perm))
+               for perm in itertools.permutations(range(queries), targets))
+    assert found == pytest.approx(best, rel=1e-6)
+    assert sorted(cols.tolist()) == list(range(targets))
+
+
+def test_markdown_table_parses_back(tmp_path):
+    timings = [run.Timing("ppl_simple_reg", "vjp", (0.001, 0.003)),
+               run.Timing("resnet18", "jvp", (0.5,)),
+               run.Timing("wav2letter", "vhp", ())]
+    path = tmp_path / "out.md"
+    path.write_text(table.to_markdown(timings))
+    assert path.read_text().splitlines()[:2] == ["| model | task | mean | var |",
+                                                 "| -- | -- | -- | -- |"]
+    back = table.read(path)
+    assert back[("ppl_simple_reg", "vjp")] == (pytest.approx(0.002), pytest.approx(2e-6))
+    mean, var = back[("resnet18", "jvp")]
+    assert mean == 0.5 and math.isnan(var)
+    assert all(math.isnan(x) for x in back[("wav2letter", "vhp")])
+
+
+def test_select_filters_and_rejects_unknown_names():
+    assert [(m.name, t) for m, t in run.select(["deepspeech"], None)] == [("deepspeech", "vjp")]
+    assert len(run.select(["ppl_simple_reg"], None)) == len(choices.ALL_TASKS)
+    assert {m.name for m, _ in run.select(None, ["vjp"])} == set(models.BY_NAME)
+    assert run.select(["deepspeech"], ["hvp"]) == []  # no double backward through its LSTM
+    with pytest.raises(ValueError, match="unknown model 'resnet'"):
+        run.select(["resnet"], None)
+    with pytest.raises(ValueError, match="unknown task 'grad'"):
+        run.select(None, ["grad"])
+
+
+def test_cli_warm_up_only_still_writes_the_table(tmp_path, capsys):
+    out = tmp_path / "out.md"
+    assert main(["autograd", "--num-iters", "0", "--task-filter", "vjp", "--model-filter",
+                 "ppl_robust_reg,multiheadattn", "--gpu", "-1", "--preset", "smoke",
+                 "--output", str(out)]) == 0
+    rows = table.read(out)
+    assert set(rows) == {("ppl_robust_reg", "vjp"), ("multiheadattn", "vjp")}
+    assert "Results for model multiheadattn on task vjp" in capsys.readouterr().out
+
+
+def test_cli_timed_run_and_compare(tmp_path, capsys):
+    before, after = tmp_path / "before.md", tmp_path / "after.md"
+    for path in (before, after):
+        assert main(["autograd", "--num-iters", "2", "--model-filter", "ppl_simple_reg",
+                     "--gpu", "-1", "--preset", "smoke", "--output", str(path)]) == 0
+    rows = table.read(before)
+    assert {task for _, task in rows} == set(choices.ALL_TASKS)
+    assert all(mean > 0 and var >= 0 for mean, var in rows.values())
+    capsys.readouterr()
+    assert main(["autograd", "compare", str(before), str(after)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| model | task | before (s) | after (s) | speedup |"
+    assert len(lines) == 2 + len(choices.ALL_TASKS)
+    assert all(line.endswith("x |") for line in lines[2:])
+
+
+def test_cli_bad_input(tmp_path, capsys):
+    assert main(["autograd", "--model-filter", "vgg"]) == 2
+    assert "unknown model 'vgg'" in capsys.readouterr().err
+    bad = tmp_path / "bad.md"
+    bad.write_text("not a table\n")
+    assert main(["autograd", "compare", str(bad), str(bad)]) == 2
+    assert "no '| model | task | mean | var |' header" in capsys.readouterr().err
+    assert main(["autograd", "compare", str(tmp_path / "missing.md"), str(bad)]) == 2
+
+
+def test_output_imports_as_asv_results(tmp_path):
+    """The table is what `torchpulse import autograd-md` reads."""
+    from torchpulse.results.importers import autograd as importer
+
+    path = tmp_path / "out.md"
+    path.write_text(table.to_markdown([run.Timing("detr", "vjp", (0.2, 0.3))]))
+    (record,) = importer.parse(Path(path), path.read_text(), None)
+    assert record.params == ("detr", "vjp") and record.value == pytest.approx(0.25)

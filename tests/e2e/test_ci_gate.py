@@ -1,0 +1,52 @@
+"""The CI gate script and `torchpulse evaluate-detection`, run as a user runs them: the real
+command line in subprocesses over synthetic asv projects."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from paths import ROOT
+
+from torchpulse.analysis import synthetic
+from torchpulse.cli import main
+
+
+@pytest.mark.slow
+def test_ci_gate_distinguishes_regression_and_failed_benchmark(alert_project, quiet_project,
+                                                              tmp_path):
+    fake_asv = tmp_path / "asv"
+    fake_asv.write_text("#!/bin/sh\n[ \"$1\" = run ] && exit \"${FAKE_RUN_RC:-0}\"\nexit 0\n")
+    fake_asv.chmod(0o755)
+    torchpulse = Path(sys.executable).with_name("torchpulse")
+    summary = tmp_path / "summary.md"
+
+    def gate(path, run_rc):
+        env = {**os.environ, "ASV": str(fake_asv), "TORCHPULSE": str(torchpulse),
+               "TORCHPULSE_CONFIG": str(path / "asv.conf.json"), "FAKE_RUN_RC": str(run_rc),
+               "GITHUB_STEP_SUMMARY": str(summary),
+               "TORCHPULSE_REPORT": str(tmp_path / "report.md")}
+        first = synthetic.history(path)[0]
+        return subprocess.run([str(ROOT / "scripts" / "ci-regression-gate"), first],
+                              cwd=path, env=env, capture_output=True, text=True)
+
+    proc = gate(alert_project[0], 0)
+    assert proc.returncode == 1, proc.stderr
+    assert "REGRESSION" in proc.stderr and "## torchpulse:" in summary.read_text()
+    proc = gate(quiet_project, 2)
+    assert proc.returncode == 3, proc.stderr
+    assert "FAILED" in proc.stderr
+    assert gate(quiet_project, 0).returncode == 0
+
+
+@pytest.mark.slow
+def test_evaluate_detection_runs_torchpulse_and_asv(tmp_path, capsys):
+    code = main(["evaluate-detection", "--commits", "25", "--per-cell", "1",
+                 "--noise-series", "2", "--no-otava", "--keep", str(tmp_path / "p"),
+                 "--output", str(tmp_path / "eval.md")])
+    assert code in (0, 1)  # a run this small may miss a target; the tables must be there
+    text = (tmp_path / "eval.md").read_text()
+    assert "| torchpulse | asv |" in text and "False alarms" in text
+    assert "against the targets" in text
+    assert (tmp_path / "p" / "html" / "regressions.json").is_file()

@@ -1,0 +1,98 @@
+"""The adapter of asv's Results API: what it writes, asv's own reader reads back, value for
+value. A future asv that changes what this relies on fails here, loudly, rather than
+silently in the store, the series or the synthetic projects."""
+
+import json
+
+import asv
+import pytest
+from asv.results import Results
+
+from torchpulse.results import asv_results
+
+PARAMS = {"machine": "m", "arch": "x86_64", "cpu": "c", "num_cpu": "2", "os": "Linux",
+          "ram": "1", "python": "3.11"}
+SHA = "0123456789abcdef0123456789abcdef01234567"
+NAME = "suite.Class.time_thing"
+GRID = [["'a'", "'b'"], ["1", "2", "3"]]
+
+
+def test_written_against_the_installed_asv():
+    assert asv.__version__ == asv_results.ASV_VERSION, (
+        "asv changed: check every function of torchpulse/results/asv_results.py against its "
+        "Results class, then update ASV_VERSION")
+
+
+@pytest.fixture
+def saved(tmp_path):
+    results = asv_results.new(PARAMS, SHA, 1_700_000_000_000, "3.11", "env1")
+    values = [float(i + 1) for i in range(6)]
+    values[4] = None  # ('b', '2') has no value
+    samples = [[v, v * 1.1, v * 0.9] if v and i % 2 == 0 else None
+               for i, v in enumerate(values)]
+    asv_results.add(results, NAME, "7", GRID, values, samples)
+    relative = asv_results.filename("m", SHA, "env1")
+    path = asv_results.save(results, tmp_path, relative)
+    return tmp_path, path, values, samples
+
+
+def test_round_trip_through_asvs_own_reader(saved):
+    root, path, values, samples = saved
+    assert path == root / "m" / f"{SHA[:8]}-env1.json"
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no scratch left
+    theirs = Results.load(str(path), machine_name="m")
+    assert theirs.commit_hash == SHA and theirs.env_name == "env1"
+    assert theirs.get_result_params(NAME) == GRID
+    assert theirs.benchmark_version[NAME] == "7"
+    stored = theirs.get_result_value(NAME, GRID)
+    # with samples asv stores their median; without, the value
+    for value, sample, got in zip(values, samples, stored, strict=True):
+        if value is None:
+            assert got is None
+        elif sample:
+            assert got == pytest.approx(sorted(sample)[1])
+        else:
+            assert got == pytest.approx(value)
+    assert theirs.get_result_samples(NAME, GRID)[0] == pytest.approx(samples[0])
+    assert json.loads(path.read_text())["version"] == 2  # asv's results format
+
+
+def test_adapter_reads_back_what_it_wrote(saved):
+    _, path, values, samples = saved
+    results = asv_results.load(path, machine="m")
+    assert asv_results.benchmarks(results) == [NAME]
+    assert asv_results.version(results, NAME) == "7"
+    assert asv_results.params(results, NAME) == GRID
+    rows = list(asv_results.rows(results, NAME))
+    assert [combo for combo, _, _ in rows] == [(a, b) for a in GRID[0] for b in GRID[1]]
+    assert [s for _, _, s in rows][2] == pytest.approx(samples[2])
+    assert rows[4][1] is None
+
+
+def test_values_on_a_wider_grid_map_by_parameter_value(saved):
+    _, path, _, _ = saved
+    results = asv_results.load(path)
+    wider = [["'a'", "'b'", "'c'"], ["1", "2", "3"]]
+    got = asv_results.values(results, NAME, wider)
+    assert len(got) == 9
+    assert got[:3] == asv_results.values(results, NAME)[:3]
+    assert got[6:] == [None, None, None]  # 'c' was never stored
+
+
+def test_adding_selected_combinations_keeps_the_others(saved):
+    root, path, _, _ = saved
+    results = asv_results.load(path)
+    before = asv_results.values(results, NAME)
+    asv_results.add(results, NAME, "7", GRID, [None, None, None, None, 42.0, None],
+                    selected={4})
+    after = asv_results.values(results, NAME)
+    assert after[4] == 42.0
+    assert after[:4] == before[:4] and after[5] == before[5]
+
+
+def test_unreadable_file_is_one_error(tmp_path):
+    bad = tmp_path / "m" / "x.json"
+    bad.parent.mkdir()
+    bad.write_text("{not json")
+    with pytest.raises(asv_results.ResultsFileError, match="not an asv results file"):
+        asv_results.load(bad)

@@ -1,0 +1,84 @@
+"""`torchpulse merge`: results trees from several machines or shards into one."""
+
+import json
+from pathlib import Path
+
+import pytest
+from asvproject import make_project
+from paths import IMPORT_DATA
+
+from torchpulse.cli import main
+
+DATA = IMPORT_DATA
+
+
+@pytest.fixture
+def project(tmp_path):
+    return make_project(tmp_path / "proj")
+
+
+def _import(project, results, machine, fmt, path, commit=None):
+    assert main(["import", fmt, str(path), "--config", str(project.conf), "--commit",
+                 commit or project.main[-1], "--machine", machine,
+                 "--results-dir", str(results)]) == 0
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_machines_and_shards_are_combined(project, tmp_path, capsys):
+    a, b, into = tmp_path / "a", tmp_path / "b", tmp_path / "into"
+    _import(project, a, "gpu1", "oss", DATA / "oss.json")
+    _import(project, b, "gpu2", "oss", DATA / "oss.json")
+    # a shard of the same machine and commit, with other benchmarks
+    _import(project, b, "gpu1", "autograd-md", DATA / "autograd.md")
+    assert main(["merge", str(a), str(b), "--into", str(into)]) == 0
+    assert "machines gpu1, gpu2" in capsys.readouterr().out
+    sha8 = project.main[-1][:8]
+    merged = json.loads((into / "gpu1" / f"{sha8}-external.json").read_text())
+    assert {"external.bench_fastrnns.Fastrnns.time_forward",
+            "external.bench_autograd.FunctionalAutograd.time_task"} <= set(merged["results"])
+    assert (into / "gpu2" / f"{sha8}-external.json").is_file()
+    assert "external.bench_fastrnns.Fastrnns.time_forward" in json.loads(
+        (into / "benchmarks.json").read_text())
+    # merging again changes nothing
+    before = _snapshot(into)
+    assert main(["merge", str(a), str(b), "--into", str(into)]) == 0
+    assert _snapshot(into) == before
+
+
+def test_conflicting_results_exit_2_and_write_nothing(project, tmp_path, capsys):
+    a, b, into = tmp_path / "a", tmp_path / "b", tmp_path / "into"
+    _import(project, a, "gpu1", "oss", DATA / "oss.json")
+    other = tmp_path / "other.json"
+    other.write_text('{"lstm": {"cudnn": 99.0}}')
+    _import(project, b, "gpu1", "oss", other)
+    assert main(["merge", str(a), str(b), "--into", str(into)]) == 2
+    err = capsys.readouterr().err
+    assert "conflict" in err and "nothing written" in err and err.count("\n") == 1
+    assert not into.exists()
+
+
+def test_conflicting_benchmark_versions_are_reported(project, tmp_path, capsys):
+    a, b, into = tmp_path / "a", tmp_path / "b", tmp_path / "into"
+    _import(project, a, "gpu1", "oss", DATA / "oss.json")
+    _import(project, b, "gpu2", "oss", DATA / "oss.json")
+    bj = b / "benchmarks.json"
+    data = json.loads(bj.read_text())
+    data["external.bench_fastrnns.Fastrnns.time_forward"]["version"] = "2"
+    bj.write_text(json.dumps(data))
+    into.mkdir()
+    (into / "keep.txt").write_text("x")
+    before = _snapshot(into)
+    assert main(["merge", str(a), str(b), "--into", str(into)]) == 2
+    assert "version '1' vs '2'" in capsys.readouterr().err
+    assert _snapshot(into) == before
+
+
+def test_a_source_that_is_not_a_results_tree_is_refused(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert main(["merge", str(tmp_path / "empty"), "--into", str(tmp_path / "x")]) == 2
+    assert "not an asv results tree" in capsys.readouterr().err
+    assert main(["merge", str(tmp_path / "nope"), "--into", str(tmp_path / "x")]) == 2

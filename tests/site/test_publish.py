@@ -1,0 +1,156 @@
+"""torchpulse publish and serve on a synthetic project: a self-contained site, the summary
+page and its link, all-or-nothing replacement of html/, a loopback server."""
+
+import json
+import threading
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from torchpulse.analysis import synthetic
+from torchpulse.cli import main
+from torchpulse.results.project import Project
+from torchpulse.site import assets as site_assets
+from torchpulse.site import page as summary_page
+from torchpulse.site import publish, serve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    path = tmp_path_factory.mktemp("site")
+    synthetic.build(path, commits=15, per_cell=1, noise_series=1, seed=21,
+                    kinds=("step", "noise"), sizes=(0.2,), distances=(4,))
+    return path
+
+
+def run_publish(path: Path, *args: str) -> int:
+    return main(["publish", "--config", str(path / "asv.conf.json"), *args])
+
+
+def tree(html: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(html)): p.read_bytes() for p in sorted(html.rglob("*"))
+            if p.is_file()}
+
+
+def test_publish_writes_a_self_contained_site(project, capsys):
+    assert run_publish(project) == 0
+    out = capsys.readouterr().out
+    html = project / "html"
+    index = (html / "index.html").read_text()
+    assert site_assets.external_urls(index) == []
+    assert "https://" not in index
+    assert index.count(publish.NAV_LINK) == 1
+    assert (html / "regressions.json").is_file() and (html / "graphs").is_dir()
+    page = (html / summary_page.PAGE).read_text()
+    assert "3 active regression(s)" in page  # the +20 % step at each noise level
+    alerts = json.loads((html / summary_page.ALERTS_JSON).read_text())
+    assert len(alerts["alerts"]) == 3
+    assert {a["benchmark"] for a in alerts["alerts"]} == {
+        f"synthetic.Step.time_cv{c}_up20_d4" for c in (1, 2, 3)}
+    assert "== 10 assets copied" in out and "site written to" in out
+    assert not (project / "html.partial").exists() and not (project / "html.old").exists()
+
+
+def test_publish_twice_gives_the_same_site(project):
+    assert run_publish(project) == 0
+    first = tree(project / "html")
+    assert run_publish(project) == 0
+    second = tree(project / "html")
+    assert first.keys() == second.keys()
+    # asv's own info.json and regressions files vary from run to run (a timestamp, the
+    # order of the regressions); everything else, ours included, is the same
+    differ = {k for k in first if first[k] != second[k]}
+    assert differ <= {"info.json", "regressions.json", "regressions.xml"}
+
+
+def test_missing_assets_keep_the_previous_site(project, tmp_path, capsys):
+    assert run_publish(project) == 0
+    before = tree(project / "html")
+    capsys.readouterr()
+    assert run_publish(project, "--assets", str(tmp_path / "nothing")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "npm ci" in err[0] and "is not installed" in err[0]
+    assert tree(project / "html") == before
+
+
+def test_asv_failure_keeps_the_previous_site(project, capsys):
+    assert run_publish(project) == 0
+    before = tree(project / "html")
+    assert run_publish(project, "no-such-branch..HEAD") == 2
+    assert "asv publish failed" in capsys.readouterr().err
+    assert tree(project / "html") == before
+    assert not (project / "html.partial").exists()
+
+
+def test_publish_bad_config_is_exit_2(tmp_path, capsys):
+    assert main(["publish", "--config", str(tmp_path / "missing.json")]) == 2
+    assert "no such asv config" in capsys.readouterr().err
+
+
+def test_summary_page_says_why_when_it_cannot_be_built(project, tmp_path):
+    # a remote repo: asv publishes from its own clone, the summary needs a local one
+    conf = json.loads((project / "asv.conf.json").read_text())
+    conf["repo"] = "https://example.org/x.git"
+    remote = tmp_path / "remote.conf.json"
+    remote.write_text(json.dumps(conf))
+    made, error = publish._write_summary(Project.load(remote), tmp_path)
+    assert made is None and "remote" in error
+    page = (tmp_path / summary_page.PAGE).read_text()
+    assert "No summary:" in page and "remote" in page
+
+
+def serving(html: Path):
+    server = serve.make_server(html, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server
+
+
+def test_serve_binds_loopback_and_serves_the_site(project):
+    assert run_publish(project) == 0
+    server = serving(project / "html")
+    try:
+        host, port = server.server_address[:2]
+        assert host == "127.0.0.1" and port > 0
+        url = serve.url_of(host, port)
+        with urllib.request.urlopen(url) as r:
+            assert r.status == 200 and b"vendor/jquery@3.3.1" in r.read()
+        with urllib.request.urlopen(url + summary_page.PAGE) as r:
+            assert b"torchpulse summary" in r.read()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_serve_errors(tmp_path, capsys):
+    assert main(["serve", "--html-dir", str(tmp_path)]) == 2
+    assert "no published site" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--html-dir", str(tmp_path), "--port", "70000"])
+    assert exc.value.code == 2
+    assert "between 0 and 65535" in capsys.readouterr().err
+
+
+def test_serve_port_in_use(project):
+    assert run_publish(project) == 0
+    first = serving(project / "html")
+    try:
+        with pytest.raises(serve.ServeError, match="cannot listen"):
+            serve.make_server(project / "html", "127.0.0.1", first.server_address[1])
+    finally:
+        first.shutdown()
+        first.server_close()
+
+
+@pytest.mark.parametrize("host, url, loopback", [
+    ("127.0.0.1", "http://127.0.0.1:8080/", True),
+    ("::1", "http://[::1]:8080/", True),
+    ("localhost", "http://localhost:8080/", True),
+    ("0.0.0.0", "http://0.0.0.0:8080/", False),
+])
+def test_url_and_loopback(host, url, loopback):
+    assert serve.url_of(host, 8080) == url
+    assert serve.is_loopback(host) is loopback

@@ -1,0 +1,77 @@
+"""The layout's promises, checked on the source: data flows one way through the folders, asv's
+results API is used in one adapter, and nothing cites documents outside the repository."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from paths import ROOT
+
+PACKAGE = ROOT / "src" / "torchpulse"
+# stages in the order data flows through them; a stage may import only earlier ones
+MEASURE = {"fastrnns", "autograd", "compile", "models", "presets", "timing", "suite"}
+SHARED = {"errors", "files", "__init__"}  # imported by everything, import nothing of ours
+STAGES = [MEASURE, {"results"}, {"analysis"}, {"site"}, {"cli"}]
+
+
+def stage_of(part: str) -> int:
+    return next(i for i, stage in enumerate(STAGES) if part in stage)
+
+
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports (absolute names; relative ones resolved)."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                found.add(f"{base}.{node.module}" if node.module else base)
+            else:
+                found.add(node.module)
+    return found
+
+
+def sources() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_belongs_to_a_stage():
+    for path in sources():
+        part = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        assert part in SHARED or any(part in s for s in STAGES), f"{path}: which stage?"
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_data_flows_one_way(path):
+    """measure -> results -> analysis -> site -> cli: nothing imports a later stage."""
+    part = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+    for name in imports(path):
+        if not name.startswith("torchpulse."):
+            continue
+        target = name.split(".")[1]
+        if target in SHARED:
+            continue
+        assert part not in SHARED, f"{path} is shared but imports {name}"
+        assert stage_of(target) <= stage_of(part), f"{path} reaches forward into {name}"
+
+
+def test_asv_is_used_through_two_modules_only():
+    """results/asv_results.py adapts asv's Results API and results/project.py loads configs
+    with asv's loader; nothing else imports asv (the site runs `python -m asv publish`)."""
+    users = {str(p.relative_to(PACKAGE)) for p in sources()
+             if any(n == "asv" or n.startswith("asv.") for n in imports(p))}
+    assert users == {"results/asv_results.py", "results/project.py"}
+
+
+def test_nothing_cites_documents_outside_the_repository():
+    outside = re.compile(r"DESIGN(\.md)?\s*\d|DESIGN\.md|\.\./shared|shared/DESIGN")
+    checked = [*sources(), *(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py"),
+               *(ROOT / "scripts").iterdir(), ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    cited = [str(p.relative_to(ROOT)) for p in checked
+             if p.is_file() and p != Path(__file__) and outside.search(p.read_text())]
+    assert cited == []
