@@ -23,8 +23,10 @@ def test_json_contract_and_planted_steps(alert_project, tmp_path, capsys):
     by_series = {}
     for a in data["alerts"]:
         assert set(a) == {"benchmark", "params", "machine", "env", "commit", "previous_commit",
-                          "before", "after", "ratio", "unit", "pvalue", "direction"}
+                          "culprits", "before", "after", "ratio", "unit", "pvalue", "direction",
+                          "noisy"}
         assert a["direction"] == "regression" and a["ratio"] > 1 and a["unit"] == "seconds"
+        assert a["culprits"][0] == a["commit"]
         assert a["ratio"] == pytest.approx(a["after"] / a["before"])
         assert history.index(a["previous_commit"]) == history.index(a["commit"]) - 1
         assert a["machine"] == synthetic.MACHINE and a["env"] == synthetic.ENV
@@ -34,16 +36,25 @@ def test_json_contract_and_planted_steps(alert_project, tmp_path, capsys):
         hits = by_series.get((t.benchmark, t.param), [])
         if t.kind == "step" and t.size >= 0.2 and t.distance >= 3:
             assert any(abs(h - t.at) <= 1 for h in hits), t
-        if t.kind in ("noise", "improvement"):
+        if t.kind in ("noise", "improvement", "dip", "toggle", "magnitude"):
             assert hits == [], t
+        assert len(hits) <= 1  # at most one active alert per series
     assert "report written" in capsys.readouterr().err
+    # one verdict per series, agreeing with the alerts
+    verdicts = {(v["benchmark"], v["params"][0]): v for v in data["verdicts"]}
+    assert len(verdicts) == data["series"]
+    assert {k for k, v in verdicts.items() if v["status"] == "regression"} == set(by_series)
+    assert sum(data["counts"].values()) == data["series"]
+    assert all(v["commits"] == len(history) and v["commits_needed"] == 5
+               for v in verdicts.values())
 
 
 def test_text_markdown_and_github_formats(alert_project, capsys):
     path, _, _ = alert_project
     assert alert(path) == 1
     text = capsys.readouterr().out
-    assert "active regressions in" in text and "REGRESSION" in text and "noise:" in text
+    assert "active regressions in" in text and "REGRESSION" in text
+    assert "status: " in text and " regression, " in text and "(of " in text
     assert alert(path, "--format", "markdown") == 1
     md = capsys.readouterr().out
     assert md.startswith("## torchpulse:") and "| benchmark |" in md and "<details>" in md

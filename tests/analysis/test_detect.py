@@ -102,7 +102,7 @@ def test_threshold_drops_changes_clearly_smaller():
 
 def test_short_series_get_no_verdict():
     verdict = analyse(make(step(4, 2, 0.5)))
-    assert verdict.active == () and verdict.noise.unstable
+    assert verdict.active == () and not verdict.noise.unstable  # too few commits to say
     assert math.isinf(verdict.noise.mde)
 
 
@@ -132,3 +132,76 @@ def test_benjamini_hochberg():
     assert benjamini_hochberg([0.001, 0.02, 0.5], 0.05) == 0.02
     assert benjamini_hochberg([0.3, 0.4], 0.05) == 0.0
     assert benjamini_hochberg([], 0.05) == 0.0
+
+
+# --- what real histories do --------------------------------------------------------------------
+
+def levels_of(*runs):
+    """Log levels from (relative level, commits) runs."""
+    return np.concatenate([np.full(n, math.log(level)) for level, n in runs])
+
+
+def test_a_return_from_a_dip_is_not_a_regression_and_size_is_against_the_stable_level():
+    # 65 ms, a three-commit dip to 36 us, back at 76 ms, then an improvement to 3.8 ms
+    history = levels_of((1.0, 20), (36e-6 / 65e-3, 3), (76 / 65, 15), (3.8 / 65, 6))
+    assert analyse(make(history)).active == ()
+    # without the improvement the rise is active, measured against 65 ms, not the dip
+    (active,) = analyse(make(history[:-6])).active
+    assert active.ratio == pytest.approx(76 / 65, rel=0.02)
+    assert active.before == pytest.approx(0.01, rel=0.02)
+    assert active.index == 23  # the first commit back from the dip
+
+
+def test_two_steps_up_are_one_alert_naming_both_culprits():
+    (active,) = analyse(make(levels_of((1.0, 30), (1.1, 10), (1.25, 10)))).active
+    assert active.culprits == (30, 40) and active.index == 30
+    assert active.ratio == pytest.approx(1.25, rel=0.02)
+
+
+def test_a_partly_fixed_regression_stays_active_at_its_net_size():
+    (active,) = analyse(make(levels_of((1.0, 30), (1.2, 10), (1.1, 10)))).active
+    assert active.index == 30 and active.ratio == pytest.approx(1.1, rel=0.02)
+
+
+def test_losing_an_improvement_is_a_regression_against_the_improved_level():
+    (active,) = analyse(make(levels_of((1.0, 20), (0.5, 20), (0.8, 10)))).active
+    assert active.index == 40 and active.ratio == pytest.approx(1.6, rel=0.03)
+
+
+def test_toggling_between_two_levels_is_unstable_not_a_regression():
+    runs = [(1.0, 6), (1.2, 5), (1.0, 7), (1.2, 6), (1.0, 8), (1.2, 5)]
+    verdict = analyse(make(levels_of(*runs)))
+    assert verdict.active == ()
+    assert verdict.noise.toggling and verdict.noise.unstable
+    assert verdict.noise.mde >= 0.15
+
+
+def test_orders_of_magnitude_dip_and_return_raise_nothing():
+    history = levels_of((1.0, 25), (1e-3, 2), (1.0, 15), (1e-3, 4), (1.0, 10))
+    verdict = analyse(make(history))
+    assert verdict.active == ()
+
+
+def test_a_failure_rate_rising_from_zero_is_a_regression():
+    values = [0.0] * 20 + [0.125] * 3
+    verdict = analyse([Point(f"c{i}", v) for i, v in enumerate(values)])
+    assert verdict.linear
+    (active,) = verdict.active
+    assert active.index == 20 and active.before == 0.0 and active.after == 0.125
+    assert math.isinf(active.ratio)
+    assert analyse([Point(f"c{i}", 0.0) for i in range(20)]).active == ()
+
+
+def test_a_noisy_series_alerts_only_on_a_step_that_clearly_exceeds_its_noise():
+    noisy = make(step(60, 50, 0.12), cv=0.08)
+    verdict = analyse(noisy)
+    assert verdict.noise.unstable and verdict.active == ()
+    (big,) = analyse(make(step(60, 50, 1.0), cv=0.08)).active
+    assert big.noisy and big.ratio == pytest.approx(2.0, rel=0.1)
+
+
+def test_nothing_clearly_below_the_threshold_is_reported():
+    # a 2 % step on a noisy series: its estimate plus 3 SE may reach 5 %, the estimate not
+    for seed in range(10):
+        verdict = analyse(make(step(60, 55, 0.02), cv=0.02, seed=seed))
+        assert all(a.ratio - 1 >= 0.025 for a in verdict.active)

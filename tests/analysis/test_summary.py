@@ -1,6 +1,7 @@
 """The site's summary: rows per series from a synthetic project with planted changes, and the
 HTML page rendered from them."""
 
+import json
 import math
 from pathlib import Path
 
@@ -8,8 +9,10 @@ import pytest
 from asv.results import Results
 
 from torchpulse.analysis import summary, synthetic
-from torchpulse.analysis.detect import Noise
-from torchpulse.analysis.series import SeriesKey
+from torchpulse.analysis.alert import Checked
+from torchpulse.analysis.detect import Noise, Point, SeriesVerdict
+from torchpulse.analysis.series import Series, SeriesKey
+from torchpulse.cli import main
 from torchpulse.results.project import Project
 from torchpulse.site import page as summary_page
 
@@ -68,23 +71,33 @@ def key(benchmark="b.T.time_x", params=("'a'",)):
     return SeriesKey(benchmark, params, "m", "env")
 
 
-def row(latest=1.1, previous=1.0, noise=0.01, commits=10, alert=None, names=("p",)):
-    n = None if noise is None else Noise(noise, None, 0.03, False)
-    return summary.Row(key(), "seconds", names, latest, "c2", previous, commits, n, alert)
+QUIET = Noise(0.01, None, 0.03, False)
+
+
+def checked(latest=1.1, previous=1.0, noise=QUIET, commits=10, status="ok",
+            benchmark_key=None):
+    before = [] if previous is None else [Point(f"c{i}", previous) for i in range(commits - 1)]
+    series = Series(benchmark_key or key(), "seconds", [*before, Point("c" * 40, latest)])
+    return Checked(series, SeriesVerdict((), (), (), noise), status)
+
+
+def row(names=("p",), **kw):
+    return summary.Row(checked(**kw), names)
 
 
 def test_row_change_notable_status():
     assert row().change == pytest.approx(0.1)
-    assert row(previous=None).change is None
+    assert row(previous=None, commits=1).change is None
+    assert row(previous=0.0).change is None  # a failure rate at zero: no relative change
     # 10 % against 1 % noise: log(1.1)=0.095 > 3 * sqrt(2) * 0.01
     assert row().notable
     assert not row(latest=1.03).notable  # 0.030 < 0.042
-    assert not row(noise=None).notable
-    assert row(noise=None).status == "too few commits"
+    too_few = row(commits=3, status="too few commits")
+    assert too_few.noise is None and not too_few.notable
+    assert too_few.status_text() == "too few commits (3 of 5)"
     assert row().status == "ok"
-    unstable = summary.Row(key(), "seconds", (), 1, "c", 1, 9,
-                           Noise(0.1, None, math.inf, True), None)
-    assert unstable.status == "unstable"
+    unstable = row(noise=Noise(0.1, None, math.inf, True), status="unstable")
+    assert unstable.status_text() == "unstable (smallest detectable step inf)"
 
 
 def test_hash_url_matches_asvs_format():
@@ -109,8 +122,9 @@ def test_page_shows_machine_alerts_and_rows(project):
 
 
 def test_page_escapes_names():
-    r = summary.Row(SeriesKey("b.<script>x", ("'<b>'",), "m&m", "e"), "unit", ("p",),
-                    2.0, "c" * 40, None, 1, None, None)
+    r = summary.Row(checked(latest=2.0, previous=None, commits=1, status="too few commits",
+                            benchmark_key=SeriesKey("b.<script>x", ("'<b>'",), "m&m", "e")),
+                    ("p",))
     m = summary.MachineSummary("m&m", {"cpu": "<i>"}, [r], [], "c" * 40)
     report = summary_page.render(summary.Summary([m], _empty_report(), "main"))
     assert "<script>" not in report and "<b>" not in report and "<i>" not in report
@@ -120,3 +134,16 @@ def test_page_escapes_names():
 def _empty_report():
     from torchpulse.analysis.alert import Report
     return Report([], [], False, 0.01, 0.05, 0)
+
+
+def test_the_page_and_the_alert_json_give_every_series_the_same_status(project, capsys):
+    path, _, _ = project
+    s = built(path)
+    rows = {(r.key.benchmark, r.key.params): r.status for m in s.machines for r in m.rows}
+    main(["alert", "--config", str(path / "asv.conf.json"), "--format", "json"])
+    verdicts = json.loads(capsys.readouterr().out)["verdicts"]
+    assert {(v["benchmark"], tuple(v["params"])): v["status"] for v in verdicts} == rows
+    page = summary_page.render(s)
+    for m in s.machines:
+        for r in m.current:
+            assert f'data-status="{r.status}"' in page

@@ -3,13 +3,29 @@ series, and the alerts (value objects the report formats render)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_THRESHOLD
-from torchpulse.analysis.detect import ChangePoint, SeriesVerdict, analyse, benjamini_hochberg
+from torchpulse.analysis.detect import (
+    MIN_POINTS,
+    ChangePoint,
+    Regression,
+    SeriesVerdict,
+    analyse,
+    benjamini_hochberg,
+)
 from torchpulse.analysis.series import Series, SeriesError, SeriesKey, load_series
 from torchpulse.results.gitrepo import GitError, History
 from torchpulse.results.project import Project
+
+# A series' status, computed once here and shown the same by every report format, the
+# summary page, the alerts JSON and the site's Regressions tab.
+REGRESSION = "regression"  # a regression is active at the newest commit
+UNSTABLE = "unstable"  # too noisy (or toggling) for the threshold: see its mde
+OK = "ok"  # enough commits, quiet enough, nothing active
+TOO_FEW = "too few commits"  # fewer than MIN_POINTS: its noise is unknown
+STATUSES = (REGRESSION, UNSTABLE, OK, TOO_FEW)
 
 
 @dataclass(frozen=True)
@@ -23,10 +39,12 @@ class Alert:
     after: float
     unit: str
     pvalue: float | None
+    culprits: tuple[str, ...] = ()  # every commit where the level rose, ``commit`` first
+    noisy: bool = False  # on an unstable series, a step that clearly exceeds its noise
 
     @property
     def ratio(self) -> float:
-        return self.after / self.before
+        return self.after / self.before if self.before else math.inf
 
     @property
     def direction(self) -> str:
@@ -35,16 +53,42 @@ class Alert:
 
 @dataclass(frozen=True)
 class Checked:
-    """One series and what detection made of it (for the noise report)."""
+    """One series, what detection made of it, and its status."""
 
     series: Series
     verdict: SeriesVerdict
+    status: str
+    alert: Alert | None = None  # its active regression, when reported
+
+    @property
+    def commits(self) -> int:
+        return len(self.series.points)
+
+    @property
+    def needed(self) -> int:
+        return MIN_POINTS
+
+    def status_text(self) -> str:
+        """The status with what qualifies it: commits so far, the detectable step."""
+        if self.status == TOO_FEW:
+            return f"{TOO_FEW} ({self.commits} of {MIN_POINTS})"
+        if self.status == UNSTABLE:
+            why = "toggles between levels, " if self.verdict.noise.toggling else ""
+            return f"{UNSTABLE} ({why}smallest detectable step {_pct(self.verdict.noise.mde)})"
+        if self.status == REGRESSION and self.alert is not None and self.alert.noisy:
+            return (f"{REGRESSION} (noisy series: the step exceeds its smallest detectable "
+                    f"step {_pct(self.verdict.noise.mde)})")
+        return self.status
+
+
+def _pct(value: float) -> str:
+    return "inf" if math.isinf(value) else f"{value * 100:.1f}%"
 
 
 @dataclass(frozen=True)
 class Report:
     alerts: list[Alert]  # active regressions, or every change point with --history
-    checked: list[Checked]
+    checked: list[Checked]  # every series, with its status
     history_mode: bool
     alpha: float
     threshold: float
@@ -54,32 +98,60 @@ class Report:
     def series_count(self) -> int:
         return len(self.checked)
 
+    def count(self, status: str) -> int:
+        return sum(c.status == status for c in self.checked)
 
-def _alert(series: Series, change: ChangePoint, pvalue: float | None) -> Alert:
+
+def _change_alert(series: Series, change: ChangePoint) -> Alert:
     pts = series.points
     return Alert(series.key, pts[change.index].commit, pts[change.index - 1].commit,
-                 change.before, change.after, series.unit, pvalue)
+                 change.before, change.after, series.unit, change.pvalue,
+                 (pts[change.index].commit,))
+
+
+def _regression_alert(series: Series, regression: Regression) -> Alert:
+    pts = series.points
+    return Alert(series.key, pts[regression.index].commit, pts[regression.index - 1].commit,
+                 regression.before, regression.after, series.unit, regression.pvalue,
+                 tuple(pts[i].commit for i in regression.culprits), regression.noisy)
+
+
+def _status(verdict: SeriesVerdict, points: int, alert: Alert | None) -> str:
+    if points < MIN_POINTS:
+        return TOO_FEW
+    if alert is not None:
+        return REGRESSION
+    return UNSTABLE if verdict.noise.unstable else OK
 
 
 def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_ALPHA,
              threshold: float = DEFAULT_THRESHOLD, since: str | None = None,
              history_mode: bool = False, off_branch_files: int = 0) -> Report:
-    """Run detection on every series. Active regressions pass a Benjamini-Hochberg step at
-    false-discovery rate ``alpha`` over all series checked, so a tree of a thousand quiet
-    series does not raise the alarms a thousand separate tests would."""
+    """Run detection on every series and give each its status. Active regressions pass a
+    Benjamini-Hochberg step at false-discovery rate ``alpha`` over all series checked, so a
+    tree of a thousand quiet series does not raise the alarms a thousand separate tests
+    would; with ``since``, only those whose first culprit comes after that commit count."""
     start = history.position[since] + 1 if since is not None else 0
-    checked = [Checked(s, analyse(s.points, alpha=alpha, threshold=threshold))
-               for s in series if len(s.points) >= 2]
+
+    def recent(alert: Alert) -> bool:
+        return history.position[alert.commit] >= start
+
+    verdicts = [(s, analyse(s.points, alpha=alpha, threshold=threshold)) for s in series]
+    # the family: every series that could alert (a series without an active regression
+    # counts with p = 1)
+    cutoff = benjamini_hochberg([v.pvalue for s, v in verdicts if len(s.points) >= MIN_POINTS],
+                                alpha)
+    checked: list[Checked] = []
     alerts: list[Alert] = []
-    if history_mode:
-        for c in checked:
-            alerts += [_alert(c.series, cp, cp.pvalue) for cp in c.verdict.change_points]
-    else:
-        cutoff = benjamini_hochberg([c.verdict.pvalue for c in checked], alpha)
-        for c in checked:
-            alerts += [_alert(c.series, cp, cp.pvalue) for cp in c.verdict.active
-                       if cp.pvalue <= cutoff]
-    alerts = [a for a in alerts if history.position[a.commit] >= start]
+    for s, verdict in verdicts:
+        active = [_regression_alert(s, r) for r in verdict.active if r.pvalue <= cutoff]
+        alert = next((a for a in active if recent(a)), None)
+        checked.append(Checked(s, verdict, _status(verdict, len(s.points), alert), alert))
+        if history_mode:
+            alerts += [a for a in (_change_alert(s, cp) for cp in verdict.change_points)
+                       if recent(a)]
+        elif alert is not None:
+            alerts.append(alert)
     alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))
     return Report(alerts, checked, history_mode, alpha, threshold, off_branch_files)
 

@@ -19,13 +19,20 @@ The model (why it looks like this):
   spike: it is set aside, not allowed to split the series. Other levels far from their
   segment (a run on a busy machine) are pulled back to 2.5 noise deviations of it before
   the means are compared (winsorising, Huber's idea), so one slow run cannot fake a step.
-* Every number asv stores is lower-is-better, so only increases are regressions; a regression
-  is *active* when the newest segment still sits at least half the step above the level
-  before it.
+* Every number asv stores is lower-is-better, so only increases are regressions. A series
+  has at most one *active* regression: its newest level against its baseline, the last
+  stable level (a segment of at least STABLE_COMMITS commits) before the rise. Shorter
+  segments in between (a dip, a blip) are stepped over, so a return from a dip is never a
+  regression and the size reported is the net change against the baseline. Every rise on the
+  way is a culprit. A series whose newest level is one it held before and left again
+  toggles between levels: it is unstable, and not alerted on.
+* Series with a zero among their values (failure rates) are analysed on a linear scale; all
+  others on a log scale.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,9 +46,12 @@ WINSOR_SIGMAS = 2.5  # levels further than this from their segment are pulled ba
 POWER_Z = stats.norm.ppf(0.8)  # the minimum detectable effect is the 80 %-power step size
 MDE_COMMITS_AFTER = 3
 MIN_POINTS = 5  # fewer commits tell nothing about between-run noise; such series get no alert
+STABLE_COMMITS = 5  # a level held this long is a baseline; shorter segments are stepped over
 # a change is worth an alert unless it is clearly smaller than --threshold: its estimate
-# plus this many standard errors must reach the threshold (a true threshold-size step passes)
-PRACTICAL_SE = 3.0  # ... for a step with this many commits at the new level
+# plus this many standard errors must reach the threshold (a true threshold-size step passes),
+# and the estimate itself at least PRACTICAL_FLOOR of it
+PRACTICAL_SE = 3.0
+PRACTICAL_FLOOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -52,25 +62,27 @@ class Point:
     value: float
     samples: tuple[float, ...] = ()
 
-    def _clean(self) -> np.ndarray:
-        return np.log([s for s in self.samples
-                       if s is not None and s > 0 and math.isfinite(s)])
+    def _clean(self, linear: bool) -> np.ndarray:
+        kept = [s for s in self.samples
+                if s is not None and math.isfinite(s) and (s >= 0 if linear else s > 0)]
+        return np.asarray(kept, dtype=float) if linear else np.log(kept)
 
-    def level(self) -> float:
-        """The run's level on a log scale: the mean of the samples left after dropping
-        those more than 3 robust deviations from their median (a GC pause, an interrupt),
-        which keeps nearly the efficiency of the mean; asv's value when no samples."""
-        data = self._clean()
+    def level(self, linear: bool = False) -> float:
+        """The run's level (log scale, or linear): the mean of the samples left after
+        dropping those more than 3 robust deviations from their median (a GC pause, an
+        interrupt), which keeps nearly the efficiency of the mean; asv's value when no
+        samples."""
+        data = self._clean(linear)
         if len(data) == 0:
-            return math.log(self.value)
+            return self.value if linear else math.log(self.value)
         centre = float(np.median(data))
         spread = MAD_TO_SD * float(np.median(np.abs(data - centre)))
         inliers = data[np.abs(data - centre) <= 3.0 * spread] if spread > 0 else data
         return float(np.mean(inliers)) if spread > 0 else centre
 
-    def within_cv(self) -> float | None:
-        """Robust coefficient of variation of the samples inside this run."""
-        data = self._clean()
+    def within_cv(self, linear: bool = False) -> float | None:
+        """Robust spread of the samples inside this run (a CV on the log scale)."""
+        data = self._clean(linear)
         if len(data) < 3:
             return None
         return float(MAD_TO_SD * np.median(np.abs(data - np.median(data))))
@@ -78,12 +90,14 @@ class Point:
 
 @dataclass(frozen=True)
 class Noise:
-    """How noisy a series is, in relative terms (log-scale standard deviations ~ CV)."""
+    """How noisy a series is, in relative terms (log-scale standard deviations ~ CV; on a
+    linear series, relative to its typical level)."""
 
     cv: float  # commit-to-commit spread of the levels (between-run noise included)
     within_cv: float | None  # typical spread of samples inside one run, when recorded
     mde: float  # smallest step found with 80 % power when 3 commits follow it
     unstable: bool  # the noise makes the threshold meaningless: mde > threshold
+    toggling: bool = False  # the series moves back and forth between levels
 
 
 @dataclass(frozen=True)
@@ -102,13 +116,31 @@ class ChangePoint:
 
 
 @dataclass(frozen=True)
+class Regression:
+    """The active regression of a series: its newest level against its baseline."""
+
+    index: int  # first point at a raised level: the first culprit
+    culprits: tuple[int, ...]  # every point where the level rose since the baseline
+    before: float  # the baseline: the last stable level before the rise (original units)
+    after: float  # the newest level
+    pvalue: float  # adjusted for the places the change could have gone
+    stderr: float  # standard error of the net change on the analysis scale
+    noisy: bool = False  # the series is unstable, but this step clearly exceeds its noise
+
+    @property
+    def ratio(self) -> float:
+        return self.after / self.before if self.before else math.inf
+
+
+@dataclass(frozen=True)
 class SeriesVerdict:
     """What detection concluded about one series."""
 
     change_points: tuple[ChangePoint, ...]  # significant ones, oldest first
-    active: tuple[ChangePoint, ...]  # regressions still present at the newest commit
+    active: tuple[Regression, ...]  # the regression present at the newest commit, if any
     spikes: tuple[int, ...]  # indices set aside as one-commit spikes
     noise: Noise
+    linear: bool = False  # analysed on a linear scale (the series has zeros)
 
     @property
     def pvalue(self) -> float:
@@ -179,6 +211,20 @@ def max_split_pvalue(z: float, m: int) -> float:
     return float(min(1.0, bonferroni, siegmund))
 
 
+@functools.lru_cache(maxsize=256)
+def critical_z(m: int, alpha: float) -> float:
+    """The standardised step that splits a pure-noise stretch of ``m`` points at level
+    ``alpha``, with the same correction for the places a split could go as the test itself
+    (max_split_pvalue): the minimum detectable step is consistent with what is detected."""
+    if m < 2:
+        return math.inf
+    low, high = 0.5, 20.0
+    for _ in range(60):  # bisection: max_split_pvalue falls as z grows
+        mid = (low + high) / 2.0
+        low, high = (mid, high) if max_split_pvalue(mid, m) > alpha else (low, mid)
+    return high
+
+
 def winsorise_running(levels: np.ndarray, cut: float, news: int = 2) -> np.ndarray:
     """Pull runs further than ``cut`` from the running median of 5 commits back to that
     distance, so one slow run moves a segment mean by a bounded amount. The newest
@@ -232,6 +278,14 @@ class _Tester:
         z = stats.norm.isf(stats.t.sf(abs(t), self.dof))
         return max_split_pvalue(z, b - a), se
 
+    def contrast(self, a: int, b: int, c: int, d: int) -> tuple[float, float]:
+        """Two-sided p of a different mean in [c, d) than in [a, b) (b <= c), adjusted for
+        the places a change could have gone between a and d; and its stderr."""
+        se = self.sigma * math.sqrt(1.0 / (b - a) + 1.0 / (d - c))
+        t = (self._mean(c, d) - self._mean(a, b)) / se
+        z = stats.norm.isf(stats.t.sf(abs(t), self.dof))
+        return max_split_pvalue(z, d - a), se
+
     def best_split(self, a: int, b: int) -> int | None:
         if b - a < 2:
             return None
@@ -265,17 +319,22 @@ def _segment(tester: _Tester, alpha: float) -> list[int]:
 
 def analyse(points: Sequence[Point], alpha: float = 0.01,
             threshold: float = 0.05) -> SeriesVerdict:
-    """Detect the change points of one series (points oldest first) and decide which
-    regressions are still active at the newest point."""
-    all_levels = np.array([p.level() for p in points], dtype=float)
-    within = [c for c in (p.within_cv() for p in points) if c is not None]
+    """Detect the change points of one series (points oldest first) and decide whether a
+    regression is active at the newest point."""
+    linear = any(p.value <= 0 for p in points)  # a zero has no logarithm: failure rates
+    all_levels = np.array([p.level(linear) for p in points], dtype=float)
+    within = [c for c in (p.within_cv(linear) for p in points) if c is not None]
     within_cv = float(np.median(within)) if within else None
     nsamples = float(np.median([max(len(p.samples), 1) for p in points])) if points else 1.0
     floor = within_cv / math.sqrt(nsamples) if within_cv else 0.0
+    # relative quantities of a linear series are fractions of its typical level
+    ref = float(np.median(np.abs(all_levels))) if linear and len(points) else 1.0
 
     sigma0 = max(diff_sd(all_levels), floor)
     if len(points) < MIN_POINTS:  # too few runs to know the between-run noise: no verdict
-        return SeriesVerdict((), (), (), Noise(sigma0, within_cv, math.inf, True))
+        noise = Noise(_relative(sigma0, ref), within_cv and _relative(within_cv, ref),
+                      math.inf, False)
+        return SeriesVerdict((), (), (), noise, linear)
     spikes = find_spikes(all_levels, sigma0)
     keep = np.setdiff1d(np.arange(len(all_levels)), spikes)
     raw = all_levels[keep]
@@ -300,27 +359,99 @@ def analyse(points: Sequence[Point], alpha: float = 0.01,
 
     edges = [0, *bounds, n]
     means = [float(np.mean(levels[a:b])) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    back = (lambda x: x) if linear else math.exp
     changes = []
     for i, k in enumerate(bounds):
         p, se = tester.pvalue(edges[i], k, edges[i + 2])
-        changes.append(ChangePoint(int(keep[k]), math.exp(means[i]), math.exp(means[i + 1]),
+        changes.append(ChangePoint(int(keep[k]), back(means[i]), back(means[i + 1]),
                                    p if sigma0 > 0 else 0.0, se if sigma0 > 0 else 0.0))
 
-    newest = means[-1] if means else 0.0
-    active = []
-    for i, c in enumerate(changes):
-        step = means[i + 1] - means[i]
-        practical = step + PRACTICAL_SE * c.stderr >= math.log1p(threshold)
-        still_there = newest - means[i] >= step / 2.0
-        if step > 0 and practical and still_there and c.pvalue <= alpha:
-            active.append(c)
-
-    dof = max(n - len(bounds) - 1, 1)
-    z_alpha = stats.t.isf(alpha / 2.0 / max(n - 1, 1), dof)
+    z_alpha = critical_z(n, alpha)
     mde_se = sigma * math.sqrt(1.0 / MDE_COMMITS_AFTER + 1.0 / max(n - MDE_COMMITS_AFTER, 1))
-    mde = math.expm1((z_alpha + POWER_Z) * mde_se) if n > MDE_COMMITS_AFTER else math.inf
-    noise = Noise(cv=sigma, within_cv=within_cv, mde=mde, unstable=mde > threshold)
-    return SeriesVerdict(tuple(changes), tuple(active), tuple(int(i) for i in spikes), noise)
+    mde_scale = (z_alpha + POWER_Z) * mde_se  # on the analysis scale
+    mde = (_relative(mde_scale, ref) if linear else math.expm1(mde_scale)) \
+        if n > MDE_COMMITS_AFTER else math.inf
+    toggle = _toggle_amplitude(means, edges)
+    if toggle is not None:
+        mde = max(mde, _relative(toggle, ref) if linear else math.expm1(toggle))
+    noise = Noise(cv=_relative(sigma, ref), within_cv=within_cv and _relative(within_cv, ref),
+                  mde=mde, unstable=mde > threshold or toggle is not None,
+                  toggling=toggle is not None)
+    regression = None
+    if toggle is None:
+        # an unstable series alerts only on a step that clearly exceeds its noise
+        clear = mde_scale if noise.unstable else None
+        regression = _active(tester, means, edges, keep, threshold, clear, linear,
+                             exact=sigma0 == 0)
+    return SeriesVerdict(tuple(changes), (regression,) if regression else (),
+                         tuple(int(i) for i in spikes), noise, linear)
+
+
+def _relative(value: float, ref: float) -> float:
+    """A spread on the analysis scale as a fraction of the level (log scale: as it is)."""
+    if ref == 1.0 or value == 0.0:
+        return value
+    return value / ref if ref > 0 else math.inf
+
+
+def _baseline(means: Sequence[float], edges: Sequence[int], last: int) -> int | None:
+    """Where the regression at segment ``last`` started from: the newest stable segment
+    (STABLE_COMMITS or more) below it, or an older stable one further down when the level
+    only climbed since (two steps up are one regression). None when no stable level before
+    is below the newest one. Short segments (dips, blips) are never a baseline."""
+    stable = [i for i in range(last - 1, -1, -1) if edges[i + 1] - edges[i] >= STABLE_COMMITS]
+    stable = stable or [0]  # a series that starts with short segments: its first
+    below = [i for i in stable if means[i] < means[last]]
+    if not below:
+        return None
+    b = below[0]
+    for i in stable[stable.index(b) + 1:]:
+        if means[i] >= means[b]:
+            break
+        b = i
+    return b
+
+
+def _toggle_amplitude(means: Sequence[float], edges: Sequence[int]) -> float | None:
+    """When the newest level (within a quarter of the step) was held before the baseline
+    and left again, the series toggles between levels: the size of the move, else None."""
+    last = len(means) - 1
+    b = _baseline(means, edges, last) if last >= 2 else None
+    if b is None:
+        return None
+    step = means[last] - means[b]
+    if any(abs(means[j] - means[last]) <= step / 4.0 for j in range(b)):
+        return step
+    return None
+
+
+def _active(tester: _Tester, means: Sequence[float], edges: Sequence[int], keep: np.ndarray,
+            threshold: float, clear: float | None, linear: bool,
+            exact: bool) -> Regression | None:
+    """The regression present at the newest commit: the newest segment against the last
+    stable one before it, when the rise is significant and worth an alert. ``clear``: on
+    an unstable series, the step (analysis scale) it must exceed."""
+    last = len(means) - 1
+    b = _baseline(means, edges, last) if last >= 1 else None
+    if b is None:
+        return None
+    net = means[last] - means[b]
+    if exact:  # noiseless: every move is real
+        p, se = 0.0, 0.0
+    else:
+        p, se = tester.contrast(edges[b], edges[b + 1], edges[last], edges[last + 1])
+    if linear:
+        wanted = threshold * abs(means[b])  # any rise from zero is worth an alert
+    else:
+        wanted = math.log1p(threshold)
+    if net + PRACTICAL_SE * se < wanted or net < PRACTICAL_FLOOR * wanted:
+        return None
+    if clear is not None and net < clear:
+        return None
+    culprits = tuple(int(keep[edges[j + 1]]) for j in range(b, last) if means[j + 1] > means[j])
+    back = (lambda x: x) if linear else math.exp
+    return Regression(culprits[0], culprits, back(means[b]), back(means[last]), p, se,
+                      noisy=clear is not None)
 
 
 def benjamini_hochberg(pvalues: Sequence[float], q: float) -> float:

@@ -4,9 +4,10 @@ json (the contract other tools read) and github (workflow annotation lines)."""
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 
-from torchpulse.analysis.alert import Alert, Checked, Report
+from torchpulse.analysis.alert import STATUSES, TOO_FEW, UNSTABLE, Alert, Checked, Report
 
 NOISY_SHOWN = 10  # noisiest series listed in the noise report
 
@@ -26,7 +27,10 @@ def human(value: float, unit: str) -> str:
     return f"{value:.4g}" + ("" if unit == "unit" else f" {unit}")
 
 
-def _change(alert: Alert) -> str:
+def change(alert: Alert) -> str:
+    """The change an alert reports: relative, or absolute when it rose from zero."""
+    if not alert.before:
+        return f"+{human(alert.after - alert.before, alert.unit)}"
     return f"{(alert.ratio - 1) * 100:+.1f}%"
 
 
@@ -44,29 +48,56 @@ def _what(report: Report) -> str:
 
 
 def _unstable(report: Report) -> list[Checked]:
-    return [c for c in report.checked if c.verdict.noise.unstable]
+    return [c for c in report.checked if c.status == UNSTABLE]
 
 
 def _noisiest(report: Report) -> list[Checked]:
-    return sorted(report.checked, key=lambda c: -c.verdict.noise.cv)[:NOISY_SHOWN]
+    judged = [c for c in report.checked if c.status != TOO_FEW]
+    return sorted(judged, key=lambda c: -c.verdict.noise.cv)[:NOISY_SHOWN]
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    return "inf" if math.isinf(value) else f"{value * 100:.{digits}f}%"
 
 
 def _noise_line(c: Checked) -> tuple[str, str, str, str, str]:
     n = c.verdict.noise
-    within = "-" if n.within_cv is None else f"{n.within_cv * 100:.1f}%"
-    mde = "inf" if n.mde == float("inf") else f"{n.mde * 100:.1f}%"
-    return (c.series.key.label(), f"{n.cv * 100:.2f}%", within, mde,
-            "unstable" if n.unstable else "ok")
+    return (c.series.key.label(), _pct(n.cv, 2), _pct(n.within_cv), _pct(n.mde),
+            c.status_text())
+
+
+def counts(report: Report) -> str:
+    """'2 regression, 150 ok, 5 unstable, 6 too few commits (of 163 series)'."""
+    parts = [f"{report.count(s)} {s}" for s in STATUSES]
+    return f"{', '.join(parts)} (of {report.series_count} series)"
+
+
+def _finite(value: float | None) -> float | None:
+    """JSON has no infinity: a number that is not finite is written as null."""
+    return value if value is not None and math.isfinite(value) else None
 
 
 def to_json(report: Report) -> str:
     alerts = [{
         "benchmark": a.key.benchmark, "params": list(a.key.params), "machine": a.key.machine,
         "env": a.key.env, "commit": a.commit, "previous_commit": a.previous_commit,
-        "before": a.before, "after": a.after, "ratio": a.ratio, "unit": a.unit,
-        "pvalue": a.pvalue, "direction": a.direction,
+        "culprits": list(a.culprits), "before": a.before, "after": a.after,
+        "ratio": _finite(a.ratio), "unit": a.unit, "pvalue": a.pvalue,
+        "direction": a.direction, "noisy": a.noisy,
     } for a in report.alerts]
-    return json.dumps({"alerts": alerts, "series": report.series_count}, indent=2) + "\n"
+    verdicts = [{
+        "benchmark": c.series.key.benchmark, "params": list(c.series.key.params),
+        "machine": c.series.key.machine, "env": c.series.key.env, "status": c.status,
+        "commits": c.commits, "commits_needed": c.needed, "latest": c.series.points[-1].value,
+        "unit": c.series.unit, "cv": _finite(c.verdict.noise.cv),
+        "within_cv": _finite(c.verdict.noise.within_cv), "mde": _finite(c.verdict.noise.mde),
+        "toggling": c.verdict.noise.toggling,
+    } for c in report.checked]
+    return json.dumps({"alerts": alerts, "series": report.series_count,
+                       "counts": {s: report.count(s) for s in STATUSES},
+                       "verdicts": verdicts}, indent=2) + "\n"
 
 
 def to_text(report: Report) -> str:
@@ -74,17 +105,21 @@ def to_text(report: Report) -> str:
              f"{report.series_count} series (alpha {report.alpha:g}, threshold "
              f"{report.threshold * 100:g}%)"]
     for a in report.alerts:
-        lines.append(f"  {a.direction.upper():11} {_change(a):>7}  {_name(a)}  "
+        lines.append(f"  {a.direction.upper():11} {change(a):>7}  {_name(a)}  "
                      f"[{a.key.machine}/{a.key.env}]")
+        culprits = (f"; culprits {', '.join(c[:8] for c in a.culprits)}"
+                    if len(a.culprits) > 1 else "")
         lines.append(f"              at {a.commit[:8]} (after {a.previous_commit[:8]}): "
-                     f"{human(a.before, a.unit)} -> {human(a.after, a.unit)}, p={_p(a)}")
-    unstable = _unstable(report)
-    lines.append(f"noise: {len(unstable)} of {report.series_count} series too noisy for the "
-                 f"threshold (smallest detectable step above {report.threshold * 100:g}%)")
-    if report.checked:
-        lines.append(f"  {'series':60} {'cv':>7} {'within':>7} {'mde':>7}")
-        for label, cv, within, mde, flag in map(_noise_line, _noisiest(report)):
-            lines.append(f"  {label[:60]:60} {cv:>7} {within:>7} {mde:>7}  {flag}")
+                     f"{human(a.before, a.unit)} -> {human(a.after, a.unit)}, p={_p(a)}"
+                     f"{culprits}")
+        if a.noisy:
+            lines.append("              on a noisy series: the step clearly exceeds its noise")
+    lines.append(f"status: {counts(report)}")
+    noisiest = _noisiest(report)
+    if noisiest:
+        lines.append(f"  {'noisiest series':70} {'cv':>7} {'within':>7} {'mde':>7}  status")
+        for label, cv, within, mde, status in map(_noise_line, noisiest):
+            lines.append(f"  {label[:70]:70} {cv:>7} {within:>7} {mde:>7}  {status}")
     if report.off_branch_files:
         lines.append(f"note: {report.off_branch_files} results file(s) are for commits "
                      "not on the branch's first-parent history and were left out")
@@ -94,7 +129,7 @@ def to_text(report: Report) -> str:
 def to_markdown(report: Report) -> str:
     lines = [f"## torchpulse: {len(report.alerts)} {_what(report)}", "",
              f"{report.series_count} series checked; false-discovery rate {report.alpha:g}, "
-             f"practical threshold {report.threshold * 100:g}%.", ""]
+             f"practical threshold {report.threshold * 100:g}%. Status: {counts(report)}.", ""]
     by_commit: dict[str, list[Alert]] = defaultdict(list)
     for a in report.alerts:
         by_commit[a.commit].append(a)
@@ -102,19 +137,21 @@ def to_markdown(report: Report) -> str:
         noun = "change" if len(alerts) == 1 else "changes"
         lines += [f"### `{commit[:12]}` ({len(alerts)} {noun}, previous "
                   f"`{alerts[0].previous_commit[:12]}`)", "",
-                  "| benchmark | machine / env | before | after | change | p |",
-                  "|---|---|---:|---:|---:|---:|"]
+                  "| benchmark | machine / env | before | after | change | p | culprits |",
+                  "|---|---|---:|---:|---:|---:|---|"]
         for a in alerts:
+            culprits = ", ".join(f"`{c[:12]}`" for c in a.culprits)
             lines.append(f"| `{_name(a)}` | {a.key.machine} / {a.key.env} | "
                          f"{human(a.before, a.unit)} | {human(a.after, a.unit)} | "
-                         f"{_change(a)} | {_p(a)} |")
+                         f"{change(a)}{' (noisy series)' if a.noisy else ''} | {_p(a)} | "
+                         f"{culprits} |")
         lines.append("")
     if not report.alerts:
         lines += ["No regression is active at the newest commit.", ""]
-    unstable = _unstable(report)
     lines += ["<details><summary>Noise: "
-              f"{len(unstable)} of {report.series_count} series flagged unstable</summary>", "",
-              "| series | cv | within-run cv | min. detectable step | |",
+              f"{report.count(UNSTABLE)} of {report.series_count} series unstable, "
+              f"{report.count(TOO_FEW)} with too few commits</summary>", "",
+              "| series | cv | within-run cv | min. detectable step | status |",
               "|---|---:|---:|---:|---|"]
     lines += ["| " + " | ".join(row) + " |" for row in map(_noise_line, _noisiest(report))]
     lines += ["", "</details>", ""]
@@ -131,14 +168,12 @@ def to_github(report: Report) -> str:
     for a in report.alerts:
         level = "error" if a.direction == "regression" else "notice"
         lines.append(f"::{level} title={_escape(a.direction.capitalize())} "
-                     f"{_escape(_change(a))}::{_escape(_name(a))} on {_escape(a.key.machine)}/"
+                     f"{_escape(change(a))}::{_escape(_name(a))} on {_escape(a.key.machine)}/"
                      f"{_escape(a.key.env)}: {_escape(human(a.before, a.unit))} -> "
                      f"{_escape(human(a.after, a.unit))} at {a.commit[:12]} (p={_p(a)})")
     for c in _unstable(report):
-        n = c.verdict.noise
         lines.append(f"::warning title=Unstable benchmark::{_escape(c.series.key.label())}: "
-                     f"noise {_escape(f'{n.cv * 100:.1f}%')} hides steps under "
-                     f"{_escape(f'{n.mde * 100:.1f}%')}")
+                     f"{_escape(c.status_text())}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 

@@ -37,6 +37,8 @@ class Series:
     key: SeriesKey
     unit: str
     points: list[Point] = field(default_factory=list)
+    # the results files' machine and environment fields (asv's graph parameters)
+    params: dict[str, str] = field(default_factory=dict)
 
 
 def _unit(name: str, declared: dict[str, str]) -> str:
@@ -81,7 +83,9 @@ def _machines(results_dir: Path, only: str | None) -> list[str]:
 
 
 def _finite(value: object) -> bool:
-    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+    """A value asv measured: finite and not negative (zero is a value: a failure rate)."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and value >= 0)
 
 
 def load_series(results_dir: Path, history: History, machine: str | None = None
@@ -113,6 +117,6 @@ def _add_results(found: dict[SeriesKey, Series], results: asv_results.Results, b
         if not _finite(value):
             continue  # failed or skipped at this commit: no point
         key = SeriesKey(bench, combo, machine, results.env_name)
-        entry = found.setdefault(key, Series(key, unit))
+        entry = found.setdefault(key, Series(key, unit, params=dict(results.params)))
         kept = tuple(float(s) for s in (samples or []) if _finite(s))
         entry.points.append(Point(results.commit_hash, float(value), kept))

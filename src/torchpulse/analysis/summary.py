@@ -9,9 +9,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchpulse.analysis.alert import Alert, Report, evaluate
-from torchpulse.analysis.detect import MIN_POINTS, Noise
-from torchpulse.analysis.series import Series, SeriesKey, declared_benchmarks, load_series
+from torchpulse.analysis.alert import TOO_FEW, Alert, Checked, Report, evaluate
+from torchpulse.analysis.detect import Noise
+from torchpulse.analysis.series import SeriesKey, declared_benchmarks, load_series
 from torchpulse.results.project import Project
 
 # A change since the previous commit is marked when it exceeds this many standard deviations
@@ -21,36 +21,67 @@ NOTABLE_SIGMAS = 3.0
 
 @dataclass(frozen=True)
 class Row:
-    """One series: its newest point and what came before it."""
+    """One series: its newest point, what came before it, and its status (the alert's)."""
 
-    key: SeriesKey
-    unit: str
+    checked: Checked
     param_names: tuple[str, ...]
-    latest: float
-    latest_commit: str
-    previous: float | None  # the series' value at the commit measured before the latest
-    commits: int  # commits with a value
-    noise: Noise | None  # None with fewer than MIN_POINTS commits
-    alert: Alert | None  # the newest active regression, if any
+
+    @property
+    def key(self) -> SeriesKey:
+        return self.checked.series.key
+
+    @property
+    def unit(self) -> str:
+        return self.checked.series.unit
+
+    @property
+    def latest(self) -> float:
+        return self.checked.series.points[-1].value
+
+    @property
+    def latest_commit(self) -> str:
+        return self.checked.series.points[-1].commit
+
+    @property
+    def previous(self) -> float | None:
+        """The series' value at the commit measured before the latest."""
+        points = self.checked.series.points
+        return points[-2].value if len(points) > 1 else None
+
+    @property
+    def commits(self) -> int:
+        return self.checked.commits
+
+    @property
+    def noise(self) -> Noise | None:
+        """None while the series has too few commits to know its noise."""
+        return None if self.status == TOO_FEW else self.checked.verdict.noise
+
+    @property
+    def alert(self) -> Alert | None:
+        return self.checked.alert
+
+    @property
+    def status(self) -> str:
+        return self.checked.status
+
+    def status_text(self) -> str:
+        return self.checked.status_text()
 
     @property
     def change(self) -> float | None:
-        return None if self.previous is None else self.latest / self.previous - 1.0
+        if not self.previous:  # none, or zero (a failure rate): no relative change
+            return None
+        return self.latest / self.previous - 1.0
 
     @property
     def notable(self) -> bool:
         """The change since the previous commit is well outside the series' noise."""
-        if self.change is None or self.noise is None or self.noise.cv <= 0:
+        if self.change is None or self.noise is None or not 0 < self.noise.cv < math.inf:
             return False
+        if self.change <= -1.0:
+            return True
         return abs(math.log1p(self.change)) > NOTABLE_SIGMAS * math.sqrt(2) * self.noise.cv
-
-    @property
-    def status(self) -> str:
-        if self.alert is not None:
-            return "regression"
-        if self.noise is None:
-            return "too few commits"
-        return "unstable" if self.noise.unstable else "ok"
 
 
 @dataclass(frozen=True)
@@ -93,30 +124,17 @@ def _machine_info(results_dir: Path, machine: str) -> dict[str, str]:
     return {k: str(v) for k, v in data.items() if k not in ("machine", "version")}
 
 
-def _row(series: Series, names: tuple[str, ...], noise: dict[SeriesKey, Noise],
-         alerts: dict[SeriesKey, Alert]) -> Row:
-    points = series.points
-    return Row(series.key, series.unit, names, points[-1].value, points[-1].commit,
-               points[-2].value if len(points) > 1 else None, len(points),
-               noise.get(series.key) if len(points) >= MIN_POINTS else None,
-               alerts.get(series.key))
-
-
 def build(project: Project, branch: str | None = None) -> Summary:
     """The summary of every machine in ``project``'s results tree."""
     history = project.history(branch)
     results_dir = project.results_dir
     series, off_branch = load_series(results_dir, history)
     report = evaluate(series, history, off_branch_files=off_branch)
-    newest_alert: dict[SeriesKey, Alert] = {}
-    for a in report.alerts:  # oldest culprit first: keep the newest per series
-        newest_alert[a.key] = a
     names = declared_param_names(results_dir)
-    noise = {c.series.key: c.verdict.noise for c in report.checked}
     machines = []
     for machine in sorted({s.key.machine for s in series}):
-        mine = [s for s in series if s.key.machine == machine]
-        rows = [_row(s, names.get(s.key.benchmark, ()), noise, newest_alert) for s in mine]
+        rows = [Row(c, names.get(c.series.key.benchmark, ())) for c in report.checked
+                if c.series.key.machine == machine]
         newest = max((r.latest_commit for r in rows), key=history.position.__getitem__)
         machines.append(MachineSummary(
             machine, _machine_info(results_dir, machine), rows,

@@ -2,7 +2,9 @@
 
 A project is a git repository of N commits, an asv.conf.json and a results tree in which
 every series has a known story: pure noise, a step up (a regression) of a given size a given
-number of commits before the newest, a step down (an improvement), or a one-commit spike. The
+number of commits before the newest, a step down (an improvement), a one-commit spike, or one
+of the patterns real histories show and no regression is: a short dip that recovers, two
+levels the series toggles between, and orders-of-magnitude jumps that come back. The
 noise imitates real benchmark runs: several samples per commit with a within-run spread, a
 level of its own for every run (between-run jitter, now and then a slow run), and single
 samples hit by an interrupt.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,11 +44,12 @@ class NoiseModel:
 class Truth:
     benchmark: str
     param: str  # asv repr of the series parameter
-    kind: str  # noise, step, improvement, spike
+    kind: str  # one of KINDS
     cv: float
-    size: float = 0.0  # relative change of the step or spike
-    at: int = -1  # index of the first commit at the new level (or of the spike)
-    distance: int = 0  # commits at the new level, the step's own commit included
+    size: float = 0.0  # relative change of the step, spike, dip or toggle
+    at: int = -1  # index of the first commit at the new level (or of the spike, the dip)
+    distance: int = 0  # commits at the new level, the step's own commit included (dip: its width)
+    seed: int = 0  # a toggle's runs
 
 
 def _levels(truth: Truth, n: int) -> np.ndarray:
@@ -54,6 +58,20 @@ def _levels(truth: Truth, n: int) -> np.ndarray:
         levels[truth.at:] += np.log1p(truth.size)
     elif truth.kind == "spike":
         levels[truth.at] += np.log1p(truth.size)
+    elif truth.kind == "dip":  # down for ``distance`` commits, then back
+        levels[truth.at:truth.at + truth.distance] += np.log1p(truth.size)
+    elif truth.kind == "magnitude":  # 1000x down for a while and back, then 100x up and back
+        levels[truth.at:truth.at + truth.distance] += math.log(1e-3)
+        later = truth.at + truth.distance + 5
+        levels[later:later + truth.distance] += math.log(100.0)
+    elif truth.kind == "toggle":  # runs of 2-8 commits at one of two levels, from a seed
+        rng = np.random.default_rng(truth.seed)
+        i, high = 0, False
+        while i < n:
+            run = int(rng.integers(2, 9))
+            if high:
+                levels[i:i + run] += np.log1p(truth.size)
+            i, high = i + run, not high
     return levels
 
 
@@ -71,14 +89,19 @@ def _samples(levels: np.ndarray, cv: float, noise: NoiseModel,
     return values
 
 
-KINDS = ("step", "noise", "improvement", "spike")
+KINDS = ("step", "noise", "improvement", "spike", "dip", "toggle", "magnitude")
+# series without a regression: any alert on one is a false alarm
+QUIET_KINDS = ("noise", "improvement", "spike", "dip", "toggle", "magnitude")
 
 
 def plan(per_cell: int, noise_series: int, commits: int, rng: np.random.Generator,
          kinds: tuple[str, ...] = KINDS, sizes: tuple[float, ...] = STEP_SIZES,
-         distances: tuple[int, ...] = DISTANCES) -> list[Truth]:
+         distances: tuple[int, ...] = DISTANCES,
+         extra: np.random.Generator | None = None) -> list[Truth]:
     """The series of a project: ``per_cell`` per (step size, distance, cv) and per cv for
-    improvements and spikes, ``noise_series`` pure-noise series per cv."""
+    improvements, spikes, dips, toggles and magnitude jumps, ``noise_series`` pure-noise
+    series per cv. ``extra`` draws the dips, toggles and jumps (default: from ``rng``)."""
+    extra = extra or rng
     truths: list[Truth] = []
     for cv in NOISE_CVS:
         tag = f"cv{round(cv * 100)}"
@@ -101,6 +124,25 @@ def plan(per_cell: int, noise_series: int, commits: int, rng: np.random.Generato
             if "spike" in kinds:
                 truths.append(Truth(f"synthetic.Spike.time_{tag}", repr(str(i)), "spike",
                                     cv, float(rng.uniform(0.1, 0.3)), at))
+    # the patterns of real histories that are no regression, drawn from their own generator
+    # so that adding them leaves every other series of a seed as it was
+    for cv in NOISE_CVS:
+        tag = f"cv{round(cv * 100)}"
+        for i in range(per_cell):
+            if "dip" in kinds:  # down 10 % to 99.9 % for 1-4 commits, then back
+                width = int(extra.integers(1, 5))
+                start = int(extra.integers(5, max(commits - width, 6)))
+                truths.append(Truth(f"synthetic.Dip.time_{tag}", repr(str(i)), "dip", cv,
+                                    -float(extra.choice([0.1, 0.5, 0.9, 0.999])), start,
+                                    width))
+            if "toggle" in kinds:  # two levels 5-30 % apart, runs of 2-8 commits
+                truths.append(Truth(f"synthetic.Toggle.time_{tag}", repr(str(i)), "toggle",
+                                    cv, float(extra.uniform(0.05, 0.3)),
+                                    seed=int(extra.integers(0, 2**31))))
+            if "magnitude" in kinds and commits >= 22:  # both jumps end 3 commits early
+                truths.append(Truth(f"synthetic.Magnitude.time_{tag}", repr(str(i)),
+                                    "magnitude", cv, 0.0, int(extra.integers(5, commits - 16)),
+                                    int(extra.integers(2, 5))))
     return truths
 
 
@@ -137,7 +179,8 @@ def build(path: Path, *, commits: int = 60, per_cell: int = 40, noise_series: in
     noise = noise or NoiseModel()
     rng = np.random.default_rng(seed)
     shas = _git_repo(path, commits)
-    truths = plan(per_cell, noise_series, commits, rng, kinds, sizes, distances)
+    truths = plan(per_cell, noise_series, commits, rng, kinds, sizes, distances,
+                  extra=np.random.default_rng([seed, 1]))
     (path / "asv.conf.json").write_text(json.dumps(CONF, indent=2) + "\n")
     machine_info = {"machine": MACHINE, "arch": "x86_64", "cpu": "synthetic", "num_cpu": "2",
                     "os": "Linux", "ram": "1", "version": 1}
