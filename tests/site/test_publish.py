@@ -54,16 +54,41 @@ def test_publish_writes_a_self_contained_site(project, capsys):
     assert not (project / "html.partial").exists() and not (project / "html.old").exists()
 
 
+def test_asvs_regressions_tab_shows_torchpulses_verdicts(project, capsys):
+    """One verdict everywhere: regressions.json (asv's Regressions tab) and its feed list
+    exactly the alerts torchpulse reports, pointing at graphs asv drew."""
+    assert run_publish(project) == 0
+    assert "Regressions tab and feed: 3 regression(s)" in capsys.readouterr().out
+    html = project / "html"
+    alerts = json.loads((html / summary_page.ALERTS_JSON).read_text())["alerts"]
+    rows = json.loads((html / "regressions.json").read_text())["regressions"]
+    index = json.loads((html / "index.json").read_text())
+    hash_of = index["revision_to_hash"]
+    assert sorted(r[0] for r in rows) == sorted(
+        f"{a['benchmark']}({', '.join(a['params'])})" for a in alerts)
+    by_name = {f"{a['benchmark']}({', '.join(a['params'])})": a for a in alerts}
+    for name, graph, _shown, j, last, best, jumps in rows:
+        a = by_name[name]
+        assert (html / graph).is_file()  # the graph asv drew for this series
+        assert j == 0  # the single parameter value of the synthetic series
+        (rev_a, rev_b, before, after) = jumps[0]
+        assert rev_a is None and hash_of[str(rev_b)] == a["commit"]
+        assert (before, after) == (a["before"], a["after"])
+        assert best <= last
+    feed = (html / "regressions.xml").read_text()
+    assert feed.count("<entry>") == 3 and "torchpulse alert" in feed
+
+
 def test_publish_twice_gives_the_same_site(project):
     assert run_publish(project) == 0
     first = tree(project / "html")
     assert run_publish(project) == 0
     second = tree(project / "html")
     assert first.keys() == second.keys()
-    # asv's own info.json and regressions files vary from run to run (a timestamp, the
-    # order of the regressions); everything else, ours included, is the same
+    # asv's own info.json varies from run to run (a timestamp); everything else, the
+    # regressions files torchpulse rewrites included, is the same
     differ = {k for k in first if first[k] != second[k]}
-    assert differ <= {"info.json", "regressions.json", "regressions.xml"}
+    assert differ <= {"info.json"}
 
 
 def test_missing_assets_keep_the_previous_site(project, tmp_path, capsys):

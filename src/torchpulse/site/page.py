@@ -6,9 +6,9 @@ from __future__ import annotations
 from html import escape
 from urllib.parse import quote
 
-from torchpulse.analysis.alert import Alert
+from torchpulse.analysis.alert import STATUSES, Alert
 from torchpulse.analysis.detect import MIN_POINTS
-from torchpulse.analysis.report import human
+from torchpulse.analysis.report import change, counts, human
 from torchpulse.analysis.series import SeriesKey
 from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 
@@ -67,9 +67,11 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]]) -> list[
         url = _hash_url(a.key, names.get(a.key.benchmark, ()))
         rows.append(
             f'<tr class="alert"><td class="num {"up" if a.ratio > 1 else "down"}">'
-            f"{_pct(a.ratio - 1, signed=True)}</td>"
+            f"{escape(change(a))}{' (noisy series)' if a.noisy else ''}</td>"
             f'<td><a href="{escape(url)}">{escape(name)}</a></td><td>{escape(a.key.env)}</td>'
-            f"<td>{_commit(a.commit)} (after {_commit(a.previous_commit)})</td>"
+            f"<td>{_commit(a.commit)} (after {_commit(a.previous_commit)})"
+            + (f"; culprits {', '.join(_commit(c) for c in a.culprits)}"
+               if len(a.culprits) > 1 else "") + "</td>"
             f'<td class="num">{escape(human(a.before, a.unit))}</td>'
             f'<td class="num">{escape(human(a.after, a.unit))}</td>'
             f'<td class="num">{"n/a" if a.pvalue is None else f"{a.pvalue:.2g}"}</td></tr>')
@@ -95,7 +97,7 @@ def _series_row(row: Row, show_env: bool) -> str:
             f'<td class="num">{escape(human(row.latest, row.unit))}</td>{change_cell}'
             f'<td class="num">{cv}</td><td class="num">{mde}</td>'
             f'<td class="num">{row.commits}</td>'
-            f'<td class="status {status_cls}">{escape(row.status)}</td></tr>')
+            f'<td class="status {status_cls}">{escape(row.status_text())}</td></tr>')
 
 
 def _described(info: dict[str, str]) -> str:
@@ -132,13 +134,15 @@ def _machine(m: MachineSummary, threshold: float) -> list[str]:
                 *_alert_rows(m.alerts, names), "</tbody></table>"]
     else:
         out.append("<p>No regression is active at the newest commit.</p>")
-    unstable = sum(r.status == "unstable" for r in m.current)
+    tally = ", ".join(f"{sum(r.status == s for r in m.current)} {s}" for s in STATUSES)
     out += ["<h3>Benchmarks</h3>",
-            f'<p class="muted">{unstable} of {len(m.current)} series are too noisy for the '
-            f"{threshold * 100:g}% threshold (unstable). A change since the previous commit "
-            f"is coloured when it exceeds {NOTABLE_SIGMAS:g} standard deviations of the "
-            "difference of two runs; series with fewer than "
-            f"{MIN_POINTS} commits have no noise estimate.</p>", *_series_table(m.current)]
+            f'<p class="status-counts">Status of the {len(m.current)} series measured at the '
+            f"newest commit: {tally}.</p>",
+            f'<p class="muted">unstable: too noisy for the {threshold * 100:g}% threshold (its '
+            "smallest detectable step is shown). too few commits: fewer than "
+            f"{MIN_POINTS} commits, so its noise is unknown. A change since the previous "
+            f"commit is coloured when it exceeds {NOTABLE_SIGMAS:g} standard deviations of the "
+            "difference of two runs.</p>", *_series_table(m.current)]
     if m.stale:
         out += [f"<details><summary>{len(m.stale)} series not measured at the newest commit "
                 "(renamed or removed benchmarks, older environments)</summary>",
@@ -164,7 +168,8 @@ def render(summary: Summary) -> str:
         "machine(s). Alerts as "
         f"<code>torchpulse alert</code> reports them: regressions still present at the "
         f"newest commit, false-discovery rate {report.alpha:g}, practical threshold "
-        f"{report.threshold * 100:g}%.</p>", verdict]
+        f"{report.threshold * 100:g}%.</p>", verdict,
+        f'<p class="status-counts">Status: {escape(counts(report))}.</p>']
     if report.off_branch_files:
         body.append(f'<p class="muted">{report.off_branch_files} results file(s) are for '
                     "commits off the branch's first-parent history and are left out.</p>")

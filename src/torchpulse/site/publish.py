@@ -14,7 +14,7 @@ from torchpulse.analysis.report import to_json
 from torchpulse.analysis.summary import Summary, build
 from torchpulse.errors import TorchpulseError
 from torchpulse.results.project import Project
-from torchpulse.site import assets, page
+from torchpulse.site import assets, page, regressions
 
 # asv's navigation bar (on every asv view, all in index.html) gets a link to our page.
 _NAV_ANCHOR = '<li id="nav-li-regressions"><a href="#/regressions">Regressions</a></li>'
@@ -92,6 +92,11 @@ def publish(project: Project, node_modules: Path, *,
                  f"{len(vendored) - same} from npm with their own integrity hash)")
         add_nav_link(scratch / "index.html")
         summary, error = _write_summary(project, scratch)
+        listed = regressions.rewrite(scratch, summary.report if summary else None,
+                                     summary.branch if summary else project.default_branch,
+                                     str(project.settings.get("project") or "project"))
+        progress(f"== asv's Regressions tab and feed: {listed} regression(s), torchpulse's "
+                 "verdicts (asv's own detector's list replaced)")
         if summary is not None:
             progress(f"== summary page {page.PAGE}: {summary.report.series_count} "
                      f"series on {len(summary.machines)} machine(s), "
