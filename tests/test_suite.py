@@ -3,6 +3,8 @@
 import importlib
 import json
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -101,33 +103,69 @@ def test_asv_conf_is_what_the_design_requires():
     json.dumps(conf)
 
 
-def test_stub_suites_match_the_importers_catalog(capsys):
+_DISCOVER = """
+import json, sys
+from asv_runner.discovery import disc_benchmarks
+sys.path.insert(0, sys.argv[1])
+found = [b for b in disc_benchmarks(sys.argv[1] + "/benchmarks") if b.name.startswith("external.")]
+out = {}
+for b in found:
+    b.set_param_idx(0)
+    out[b.name] = [b.type, b.unit, b.version, list(b.param_names), b.do_setup()]
+print(json.dumps(out))
+"""
+
+
+def _discover_stubs(root: Path) -> dict:
+    """asv's discovery of ``root``/benchmarks/external, in a fresh interpreter."""
+    proc = subprocess.run([sys.executable, "-c", _DISCOVER, str(root)], capture_output=True,
+                          text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_stub_suites_are_declared_once_something_is_imported(tmp_path):
     """asv's discovery of benchmarks/external gives what the importer writes into
-    benchmarks.json: same names, types, units, versions and parameter names."""
-    from asv_runner.discovery import disc_benchmarks
-
+    benchmarks.json (names, types, units, versions, parameter names), and only for the
+    formats something was imported from: no empty tiles on the site."""
+    from torchpulse.results import store
     from torchpulse.results.external import STUBS
-    from torchpulse.results.store import benchmark_entry
+    from torchpulse.results.importers import Record
 
-    sys.path.insert(0, str(ROOT))
-    try:
-        found = {b.name: b for b in disc_benchmarks(str(ROOT / "benchmarks"))
-                 if b.name.startswith("external.")}
-    finally:
-        sys.path.remove(str(ROOT))
+    for name in ("benchmarks", "src"):
+        shutil.copytree(ROOT / name, tmp_path / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copy(ROOT / "asv.conf.json", tmp_path)
+    assert _discover_stubs(tmp_path) == {}
+
+    records = [Record("fastrnns", "time_forward", ("cudnn",), 0.01),
+               Record("autograd", "time_task", ("resnet18", "vjp"), 0.02),
+               Record("pytest", "time_test", ("t.py::test_x",), 0.03),
+               Record("dynamo", "time_latency", ("cpu", "mlp"), 0.001)]
+    store.import_records(store.Target(tmp_path / "results", "m", "a" * 40, 0), records[:1])
+    assert {n.rsplit(".", 1)[0] for n in _discover_stubs(tmp_path)} == {
+        "external.bench_fastrnns.Fastrnns"}
+    store.import_records(store.Target(tmp_path / "results", "m", "a" * 40, 0), records[1:])
+    found = _discover_stubs(tmp_path)
     expected = {}
     for stub in STUBS.values():
         for metric in stub.metrics:
-            entry = benchmark_entry(stub, metric, [])
+            entry = store.benchmark_entry(stub, metric, [])
             expected[entry["name"]] = entry
     assert set(found) == set(expected)
-    for name, bench in found.items():
+    written = json.loads((tmp_path / "results" / "benchmarks.json").read_text())
+    for name, (kind, unit, version, param_names, skipped) in found.items():
         entry = expected[name]
-        assert (bench.type, bench.unit, bench.version, list(bench.param_names)) == (
+        assert (kind, unit, version, param_names) == (
             entry["type"], entry["unit"], entry["version"], entry["param_names"]), name
-        bench.set_param_idx(0)
-        assert bench.do_setup() is True  # skipped: asv records a skip if anyone runs a stub
-    assert capsys.readouterr().out.count("imported results only") == len(found)
+        assert skipped is True  # asv records a skip if anyone runs a stub
+        assert written[name]["params"] == _stub_params(tmp_path, name)
+
+
+def _stub_params(root: Path, name: str) -> list:
+    from torchpulse.results import external
+
+    stub, _ = external.stub_for(name)
+    return external.stub_params(stub, root / "results")
 
 
 def test_bench_compile_covers_the_zoo_and_measures_it_once():
@@ -169,3 +207,18 @@ def test_compile_zoo_hands_asv_plain_data(monkeypatch):
     assert zoo["failure_rate"] == {"eager": 0.0}
     opcodes = {op.name for op, _, _ in pickletools.genops(pickle.dumps(zoo))}
     assert not opcodes & {"GLOBAL", "STACK_GLOBAL", "REDUCE"}
+
+
+def test_autograd_suites_declare_exactly_the_pairs_the_models_run(bench):
+    """No (model, task) is declared and then skipped on every commit."""
+    import itertools
+
+    from torchpulse.autograd.models import supported_pairs
+
+    module = importlib.import_module("benchmarks.bench_autograd")
+    classes = [module.FunctionalAutograd, module.FunctionalAutogradVjpOnly,
+               module.FunctionalAutogradAllTasks]
+    declared = [pair for cls in classes for pair in itertools.product(*cls.params)]
+    assert sorted(declared) == sorted((m.name, t) for m, t in supported_pairs())
+    assert len(declared) == len(set(declared)) == 39
+    assert all("version" in vars(cls) for cls in classes)

@@ -189,6 +189,15 @@ def imported_values(results_dir: Path, stub: Stub,
     return values
 
 
+def has_imports(stub: Stub, results_dir: Path | None,
+                scanned: dict[str, list[set[str]]] | None = None) -> bool:
+    """Whether the results tree holds anything imported for ``stub``. A stub without is not
+    declared at all: asv would show its benchmarks as empty tiles."""
+    if results_dir is None:
+        return False
+    return any(imported_values(results_dir, stub, scanned))
+
+
 def stub_params(stub: Stub, results_dir: Path | None = None,
                 scanned: dict[str, list[set[str]]] | None = None) -> list[list[str]]:
     """The stub's asv ``params``: defaults plus imported values, each dimension sorted with

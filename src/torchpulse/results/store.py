@@ -220,14 +220,20 @@ def benchmark_entry(stub: external.Stub, metric: external.Metric,
 
 
 def update_benchmarks_json(results_dir: Path) -> None:
-    """Add or refresh the stub entries (parameters: everything imported so far)."""
+    """Add or refresh the entries of the stubs with imported results (parameters: everything
+    imported so far), as asv's discovery of benchmarks/external/ declares them; a stub with
+    nothing imported has no entry (asv would show empty tiles)."""
     path = results_dir / BENCHMARKS_JSON
     data = read_json_object(path) if path.exists() else {"version": BENCHMARKS_API}
     scanned = external.scan(results_dir)
     for stub in external.STUBS.values():
+        declared = external.has_imports(stub, results_dir, scanned)
         params = external.stub_params(stub, results_dir, scanned)
         for metric in stub.metrics:
-            data[stub.name(metric.method)] = benchmark_entry(stub, metric, params)
+            if declared:
+                data[stub.name(metric.method)] = benchmark_entry(stub, metric, params)
+            else:
+                data.pop(stub.name(metric.method), None)
     write_json_atomically(path, data)
 
 
