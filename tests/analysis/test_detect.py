@@ -193,10 +193,12 @@ def test_a_failure_rate_rising_from_zero_is_a_regression():
 
 
 def test_a_noisy_series_alerts_only_on_a_step_that_clearly_exceeds_its_noise():
-    noisy = make(step(60, 50, 0.12), cv=0.08)
-    verdict = analyse(noisy)
-    assert verdict.noise.unstable and verdict.active == ()
-    (big,) = analyse(make(step(60, 50, 1.0), cv=0.08)).active
+    # 8 % noise: unstable for a 5 % threshold. An 8 % step three commits ago is sometimes
+    # significant, but rarely what the test finds with 80 % power
+    verdicts = [analyse(make(step(60, 57, 0.08), cv=0.08, seed=s)) for s in range(40)]
+    assert all(v.noise.unstable for v in verdicts)
+    assert sum(bool(v.active) for v in verdicts) <= 4
+    (big,) = analyse(make(step(60, 57, 1.0), cv=0.08)).active
     assert big.noisy and big.ratio == pytest.approx(2.0, rel=0.1)
 
 

@@ -379,8 +379,10 @@ def analyse(points: Sequence[Point], alpha: float = 0.01,
                   toggling=toggle is not None)
     regression = None
     if toggle is None:
-        # an unstable series alerts only on a step that clearly exceeds its noise
-        clear = mde_scale if noise.unstable else None
+        # an unstable series alerts only on a step that clearly exceeds its noise: one the
+        # test finds with 80 % power given its own commits before and after, not merely a
+        # significant one (z >= z_alpha + 0.84 instead of z >= z_alpha)
+        clear = z_alpha + POWER_Z if noise.unstable else None
         regression = _active(tester, means, edges, keep, threshold, clear, linear,
                              exact=sigma0 == 0)
     return SeriesVerdict(tuple(changes), (regression,) if regression else (),
@@ -426,11 +428,11 @@ def _toggle_amplitude(means: Sequence[float], edges: Sequence[int]) -> float | N
 
 
 def _active(tester: _Tester, means: Sequence[float], edges: Sequence[int], keep: np.ndarray,
-            threshold: float, clear: float | None, linear: bool,
+            threshold: float, clear_z: float | None, linear: bool,
             exact: bool) -> Regression | None:
     """The regression present at the newest commit: the newest segment against the last
-    stable one before it, when the rise is significant and worth an alert. ``clear``: on
-    an unstable series, the step (analysis scale) it must exceed."""
+    stable one before it, when the rise is significant and worth an alert. ``clear_z``: on
+    an unstable series, the multiple of its standard error the step must exceed."""
     last = len(means) - 1
     b = _baseline(means, edges, last) if last >= 1 else None
     if b is None:
@@ -446,12 +448,12 @@ def _active(tester: _Tester, means: Sequence[float], edges: Sequence[int], keep:
         wanted = math.log1p(threshold)
     if net + PRACTICAL_SE * se < wanted or net < PRACTICAL_FLOOR * wanted:
         return None
-    if clear is not None and net < clear:
+    if clear_z is not None and net < clear_z * se:
         return None
     culprits = tuple(int(keep[edges[j + 1]]) for j in range(b, last) if means[j + 1] > means[j])
     back = (lambda x: x) if linear else math.exp
     return Regression(culprits[0], culprits, back(means[b]), back(means[last]), p, se,
-                      noisy=clear is not None)
+                      noisy=clear_z is not None)
 
 
 def benjamini_hochberg(pvalues: Sequence[float], q: float) -> float:
