@@ -127,3 +127,17 @@ def test_active_upward_keeps_steps_still_present():
     values = [1.0] * 10 + [2.0] * 10 + [1.0] * 10
     assert evaluation.active_upward(values, [10, 20]) == []
     assert evaluation.active_upward(values[:20], [10]) == [10]
+
+
+def test_points_of_another_benchmark_version_are_left_out(tmp_path, capsys):
+    """As asv's graphs do: once a benchmark's declared version changes, the points measured
+    at the old version no longer belong to its series."""
+    synthetic.build(tmp_path, commits=8, per_cell=1, noise_series=1, seed=9,
+                    kinds=("noise",))
+    declared = tmp_path / "results" / "benchmarks.json"
+    data = json.loads(declared.read_text())
+    data["synthetic.Noise.time_cv1"]["version"] = "2"
+    declared.write_text(json.dumps(data))
+    assert alert(tmp_path, "--format", "json") == 0
+    names = {v["benchmark"] for v in json.loads(capsys.readouterr().out)["verdicts"]}
+    assert names == {"synthetic.Noise.time_cv2", "synthetic.Noise.time_cv3"}

@@ -63,11 +63,6 @@ def declared_benchmarks(results_dir: Path) -> dict[str, dict]:
     return {name: b for name, b in data.items() if isinstance(b, dict)}
 
 
-def _declared_units(results_dir: Path) -> dict[str, str]:
-    return {name: str(b.get("unit") or "unit")
-            for name, b in declared_benchmarks(results_dir).items()}
-
-
 def _machines(results_dir: Path, only: str | None) -> list[str]:
     if not results_dir.is_dir():
         raise SeriesError(f"{results_dir}: no results directory (run asv first, or give "
@@ -92,7 +87,10 @@ def load_series(results_dir: Path, history: History, machine: str | None = None
                 ) -> tuple[list[Series], int]:
     """Every series in ``results_dir`` with points on ``history``; also the number of
     results files whose commit is not on it (other branches, rewritten history)."""
-    units = _declared_units(results_dir)
+    declared = declared_benchmarks(results_dir)
+    units = {name: str(b.get("unit") or "unit") for name, b in declared.items()}
+    # as asv's graphs: a point measured at another version of its benchmark is left out
+    versions = {name: str(b["version"]) for name, b in declared.items() if b.get("version")}
     found: dict[SeriesKey, Series] = {}
     off_branch = 0
     for name in _machines(results_dir, machine):
@@ -104,6 +102,9 @@ def load_series(results_dir: Path, history: History, machine: str | None = None
                 off_branch += 1
                 continue
             for bench in asv_results.benchmarks(results):
+                if bench in versions and asv_results.version(results, bench) not in (
+                        None, versions[bench]):
+                    continue
                 _add_results(found, results, bench, name, _unit(bench, units))
     series = sorted(found.values(), key=lambda s: s.key)
     for s in series:

@@ -30,16 +30,16 @@ class ModelDef:
 _PPL = {"n": 10, "k": 10}  # upstream's; already small
 MODELS = (
     ModelDef("resnet18", vision.resnet18, {
-        "cuda": {"batch": 32, "image": 224}, "cpu": {"batch": 2, "image": 64},
+        "cuda": {"batch": 32, "image": 224}, "cpu": {"batch": 2, "image": 32},
         "smoke": {"batch": 2, "image": 32}}),
     ModelDef("fcn_resnet", vision.fcn_resnet, {
-        "cuda": {"batch": 8, "image": 480}, "cpu": {"batch": 1, "image": 64},
+        "cuda": {"batch": 8, "image": 480}, "cpu": {"batch": 1, "image": 40},
         "smoke": {"batch": 1, "image": 32}}),
     ModelDef("detr", vision.detr, {
         "cuda": {"batch": 2, "height": 800, "width": 1200, "hidden": 256, "heads": 8,
                  "encoder_layers": 6, "decoder_layers": 6, "queries": 100},
-        "cpu": {"batch": 1, "height": 96, "width": 128, "hidden": 64, "heads": 4,
-                "encoder_layers": 2, "decoder_layers": 2, "queries": 20},
+        "cpu": {"batch": 1, "height": 64, "width": 96, "hidden": 64, "heads": 4,
+                "encoder_layers": 1, "decoder_layers": 1, "queries": 20},
         "smoke": {"batch": 1, "height": 64, "width": 64, "hidden": 16, "heads": 2,
                   "encoder_layers": 1, "decoder_layers": 1, "queries": 10}}),
     ModelDef("ppl_simple_reg", ppl.simple_regression,
