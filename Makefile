@@ -2,8 +2,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# commits to benchmark (the last N of this repository) and the size preset to use
-N ?= 3
+# commits to benchmark (the last N of this repository: 5, the fewest that give every series
+# a verdict) and the size preset to use
+N ?= 5
 PRESET ?= cpu
 ASV := $(BIN)/asv
 STAMP := $(VENV)/.installed
