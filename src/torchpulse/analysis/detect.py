@@ -12,9 +12,10 @@ The model (why it looks like this):
   of the residuals around the fitted segments), never below what the within-run spread alone
   implies. Between-run variation is thus part of every test.
 * Change points come from binary segmentation with a t-test of the mean level before and
-  after each candidate split, Bonferroni-adjusted for the number of places a split could go,
-  followed by Hunter's merge step (Fleming et al., ICPE 2023): every change point is re-tested
-  against its neighbouring segments and the weakest is dropped until all are significant.
+  after each candidate split, adjusted for the number of places a split could go (Siegmund's
+  approximation of the maximum over correlated splits), followed by Hunter's merge step
+  (Fleming et al., ICPE 2023): every change point is re-tested against its neighbouring
+  segments and the weakest is dropped until all are significant.
 * A commit that jumps away from both neighbours, which agree with each other, is a one-commit
   spike: it is set aside, not allowed to split the series. Other levels far from their
   segment (a run on a busy machine) are pulled back to 2.5 noise deviations of it before
@@ -112,7 +113,7 @@ class ChangePoint:
 
     @property
     def ratio(self) -> float:
-        return self.after / self.before
+        return self.after / self.before if self.before else math.inf
 
 
 @dataclass(frozen=True)
