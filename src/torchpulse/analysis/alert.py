@@ -74,15 +74,18 @@ class Checked:
             return f"{TOO_FEW} ({self.commits} of {MIN_POINTS})"
         if self.status == UNSTABLE:
             why = "toggles between levels, " if self.verdict.noise.toggling else ""
-            return f"{UNSTABLE} ({why}smallest detectable step {_pct(self.verdict.noise.mde)})"
+            return f"{UNSTABLE} ({why}smallest detectable step {percent(self.verdict.noise.mde)})"
         if self.status == REGRESSION and self.alert is not None and self.alert.noisy:
             return (f"{REGRESSION} (noisy series: the step exceeds its smallest detectable "
-                    f"step {_pct(self.verdict.noise.mde)})")
+                    f"step {percent(self.verdict.noise.mde)})")
         return self.status
 
 
-def _pct(value: float) -> str:
-    return "inf" if math.isinf(value) else f"{value * 100:.1f}%"
+def percent(value: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage: "-" when unknown, "inf" when infinite."""
+    if value is None:
+        return "-"
+    return "inf" if math.isinf(value) else f"{value * 100:.{digits}f}%"
 
 
 @dataclass(frozen=True)

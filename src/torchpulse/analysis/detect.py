@@ -372,7 +372,9 @@ def analyse(points: Sequence[Point], alpha: float = 0.01,
     mde_scale = (z_alpha + POWER_Z) * mde_se  # on the analysis scale
     mde = (_relative(mde_scale, ref) if linear else math.expm1(mde_scale)) \
         if n > MDE_COMMITS_AFTER else math.inf
-    toggle = _toggle_amplitude(means, edges)
+    last = len(means) - 1
+    baseline = _baseline(means, edges, last) if last >= 1 else None
+    toggle = _toggle_amplitude(means, baseline) if last >= 2 else None
     if toggle is not None:
         mde = max(mde, _relative(toggle, ref) if linear else math.expm1(toggle))
     noise = Noise(cv=_relative(sigma, ref), within_cv=within_cv and _relative(within_cv, ref),
@@ -384,7 +386,7 @@ def analyse(points: Sequence[Point], alpha: float = 0.01,
         # test finds with 80 % power given its own commits before and after, not merely a
         # significant one (z >= z_alpha + 0.84 instead of z >= z_alpha)
         clear = z_alpha + POWER_Z if noise.unstable else None
-        regression = _active(tester, means, edges, keep, threshold, clear, linear,
+        regression = _active(tester, means, edges, keep, baseline, threshold, clear, linear,
                              exact=sigma0 == 0)
     return SeriesVerdict(tuple(changes), (regression,) if regression else (),
                          tuple(int(i) for i in spikes), noise, linear)
@@ -415,27 +417,26 @@ def _baseline(means: Sequence[float], edges: Sequence[int], last: int) -> int | 
     return b
 
 
-def _toggle_amplitude(means: Sequence[float], edges: Sequence[int]) -> float | None:
+def _toggle_amplitude(means: Sequence[float], b: int | None) -> float | None:
     """When the newest level (within a quarter of the step) was held before the baseline
-    and left again, the series toggles between levels: the size of the move, else None."""
-    last = len(means) - 1
-    b = _baseline(means, edges, last) if last >= 2 else None
+    ``b`` and left again, the series toggles between levels: the size of the move, else
+    None."""
     if b is None:
         return None
-    step = means[last] - means[b]
-    if any(abs(means[j] - means[last]) <= step / 4.0 for j in range(b)):
+    step = means[-1] - means[b]
+    if any(abs(means[j] - means[-1]) <= step / 4.0 for j in range(b)):
         return step
     return None
 
 
 def _active(tester: _Tester, means: Sequence[float], edges: Sequence[int], keep: np.ndarray,
-            threshold: float, clear_z: float | None, linear: bool,
+            b: int | None, threshold: float, clear_z: float | None, linear: bool,
             exact: bool) -> Regression | None:
-    """The regression present at the newest commit: the newest segment against the last
-    stable one before it, when the rise is significant and worth an alert. ``clear_z``: on
-    an unstable series, the multiple of its standard error the step must exceed."""
+    """The regression present at the newest commit: the newest segment against ``b``, the
+    last stable one before it, when the rise is significant and worth an alert.
+    ``clear_z``: on an unstable series, the multiple of its standard error the step must
+    exceed."""
     last = len(means) - 1
-    b = _baseline(means, edges, last) if last >= 1 else None
     if b is None:
         return None
     net = means[last] - means[b]

@@ -7,7 +7,15 @@ import json
 import math
 from collections import defaultdict
 
-from torchpulse.analysis.alert import STATUSES, TOO_FEW, UNSTABLE, Alert, Checked, Report
+from torchpulse.analysis.alert import (
+    STATUSES,
+    TOO_FEW,
+    UNSTABLE,
+    Alert,
+    Checked,
+    Report,
+    percent,
+)
 
 NOISY_SHOWN = 10  # noisiest series listed in the noise report
 
@@ -56,15 +64,9 @@ def _noisiest(report: Report) -> list[Checked]:
     return sorted(judged, key=lambda c: -c.verdict.noise.cv)[:NOISY_SHOWN]
 
 
-def _pct(value: float | None, digits: int = 1) -> str:
-    if value is None:
-        return "-"
-    return "inf" if math.isinf(value) else f"{value * 100:.{digits}f}%"
-
-
 def _noise_line(c: Checked) -> tuple[str, str, str, str, str]:
     n = c.verdict.noise
-    return (c.series.key.label(), _pct(n.cv, 2), _pct(n.within_cv), _pct(n.mde),
+    return (c.series.key.label(), percent(n.cv, 2), percent(n.within_cv), percent(n.mde),
             c.status_text())
 
 

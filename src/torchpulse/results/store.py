@@ -193,12 +193,13 @@ def merge_records(results: asv_results.Results, records: Iterable[Record], repla
         size = _size(params)
         values: list[float | None] = [None] * size
         samples: list[tuple[float, ...] | None] = [None] * size
+        selected = set()
         for combo, r in new.items():
             i = _index(params, combo)
+            selected.add(i)
             values[i] = r.value
             samples[i] = r.samples or None  # asv then stores their median and stats
-        asv_results.add(results, name, stub.version, params, values, samples,
-                        selected={_index(params, combo) for combo in new})
+        asv_results.add(results, name, stub.version, params, values, samples, selected)
         summary.benchmarks.append(name)
     return summary
 

@@ -43,7 +43,8 @@ def _graph_params(series: Series, graph_params: list[dict], branch: str) -> dict
     return None
 
 
-def _entry(alert: Alert, series: Series, index: dict, branch: str) -> list | None:
+def _entry(alert: Alert, series: Series, index: dict, revision: dict[str, int],
+           branch: str) -> list | None:
     """asv's regressions.json row: [name, graph path, graph params, parameter index, latest
     value, best value, [[rev before or None, rev, before, after]]]; None when asv's site has
     no graph of the series (an older environment, a benchmark no longer declared)."""
@@ -57,7 +58,6 @@ def _entry(alert: Alert, series: Series, index: dict, branch: str) -> list | Non
         if alert.key.params not in combos:
             return None
         j = combos.index(alert.key.params)
-    revision = {h: int(r) for r, h in index["revision_to_hash"].items()}
     if alert.commit not in revision or alert.culprits[-1] not in revision:
         return None
     if len(alert.culprits) > 1 and alert.previous_commit in revision:
@@ -72,9 +72,9 @@ def _entry(alert: Alert, series: Series, index: dict, branch: str) -> list | Non
             values[-1], min(values), [[*jump, alert.before, alert.after]]]
 
 
-def _feed_entry(alert: Alert, row: list, index: dict, project: str) -> FeedEntry:
+def _feed_entry(alert: Alert, row: list, index: dict) -> FeedEntry:
     name, _path, shown, _j, _last, _best, [(rev1, rev2, _b, _a)] = row
-    params = {k: v for k, v in shown.items()}
+    params = dict(shown)
     params.update({f"p-{n}": v for n, v in zip(
         index["benchmarks"][alert.key.benchmark].get("param_names") or [], alert.key.params,
         strict=False)})
@@ -100,11 +100,12 @@ def rewrite(html_dir: Path, report: Report | None, branch: str, project: str) ->
     rows, entries = [], []
     if report is not None and not report.history_mode:
         by_key = {c.series.key: c.series for c in report.checked}
+        revision = {h: int(r) for r, h in index["revision_to_hash"].items()}
         for alert in report.alerts:
-            row = _entry(alert, by_key[alert.key], index, branch)
+            row = _entry(alert, by_key[alert.key], index, revision, branch)
             if row is not None:
                 rows.append(row)
-                entries.append(_feed_entry(alert, row, index, project))
+                entries.append(_feed_entry(alert, row, index))
     write_json_atomically(html_dir / JSON, {"regressions": rows})
     entries.sort(key=lambda e: e.updated, reverse=True)
     # the feed's date: its newest entry's, else the newest commit's (never "now": publishing
