@@ -7,6 +7,7 @@ declared (model, task) pair is one the model runs and nothing is skipped on ever
 
 import torch
 
+from ._canary import MachineCanary  # noqa: F401  (runs after the pairs)
 from ._common import _cpu_only, _suite
 from ._tree import load
 

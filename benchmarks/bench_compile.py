@@ -3,6 +3,7 @@ device's preset. One process measures every model under every backend (asv's set
 shared by both classes); the track_* benchmarks read its numbers. Each compile starts from an
 empty inductor cache, so a rerun never times a warm cache."""
 
+from . import _canary
 from ._common import _suite
 from ._tree import load
 
@@ -68,3 +69,8 @@ class CompileZoo:
         return zoo["failure_rate"][backend]
 
     track_failure_rate.unit = "failed/models"
+
+
+class MachineCanary(_canary.MachineCanary):
+    # in the zoo's setup_cache group, so it runs after the compiles and the track_* reads
+    setup_cache = _measure_zoo

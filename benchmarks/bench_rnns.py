@@ -1,5 +1,6 @@
 """fastrnns LSTM runners: forward alone, backward alone, and the peak memory of a step."""
 
+from ._canary import MachineCanary  # noqa: F401  (runs between the LSTM classes)
 from ._common import _WorkloadSuite
 from ._tree import load
 

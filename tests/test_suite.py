@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from torchpulse import suite
+from torchpulse.analysis.disturbance import CANARY_METHOD
 from torchpulse.fastrnns.choices import CNN_RUNNERS, LSTM_RUNNERS, VL_RUNNERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,8 +191,38 @@ def test_bench_compile_covers_the_zoo_and_measures_it_once():
         "bench_compile.CompiledModel.track_latency_ratio",
         "bench_compile.CompiledModel.track_compile_time",
         "bench_compile.CompiledModel.track_memory_ratio",
-        "bench_compile.CompileZoo.track_failure_rate"}
+        "bench_compile.CompileZoo.track_failure_rate",
+        "bench_compile." + CANARY_METHOD}
     assert len({b.setup_cache_key for b in found}) == 1
+
+
+def test_the_machine_canary_runs_between_the_suites():
+    """In asv's run order (sorted names, the setup_cache groups one after another) a canary
+    opens a commit's run, follows the autograd pairs, splits the LSTM classes and ends the
+    compile group, and it runs as a plain torch workload whatever its suite passes it."""
+    from asv_runner.discovery import disc_benchmarks
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        found = [b for b in disc_benchmarks(str(ROOT / "benchmarks"))
+                 if not b.name.startswith("external.")]
+        canary = importlib.import_module("benchmarks._canary").MachineCanary()
+    finally:
+        sys.path.remove(str(ROOT))
+    groups: dict = {}
+    for b in sorted(found, key=lambda b: b.name):
+        groups.setdefault(b.setup_cache_key, []).append(b.name)
+    order = [name for names in groups.values() for name in names]
+    suite_of = [name.split(".")[0] + (":canary" if name.endswith(CANARY_METHOD) else "")
+                for name in order]
+    runs = [s for i, s in enumerate(suite_of) if i == 0 or s != suite_of[i - 1]]
+    assert runs == ["_canary:canary", "bench_autograd", "bench_autograd:canary", "bench_cnns",
+                    "bench_rnns", "bench_rnns:canary", "bench_rnns", "bench_compile",
+                    "bench_compile:canary"]
+    canary.setup({"a": "setup_cache value"})
+    canary.time_reference({"a": "setup_cache value"})
+    canary.setup()
+    canary.time_reference()
 
 
 def test_compile_zoo_hands_asv_plain_data(monkeypatch):

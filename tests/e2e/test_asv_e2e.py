@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ASV = [sys.executable, "-m", "asv"]
 SUITE = "bench_rnns.VariableLengthLSTM"
+CANARY = "bench_rnns.MachineCanary"
 
 
 def _git(repo, *args):
@@ -68,7 +69,7 @@ def asv_results(tmp_path_factory):
                    check=True, capture_output=True)
     run = subprocess.run(
         [*ASV, "run", "--machine", "e2e", "--record-samples", "--show-stderr",
-         "--bench", SUITE, "main"],
+         "--bench", SUITE, "--bench", CANARY, "main"],
         cwd=repo, env=env, capture_output=True, text=True, timeout=900,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -118,3 +119,20 @@ def test_samples_are_recorded_in_seconds(asv_results):
     # smoke-size forward passes: well under a second each, never milliseconds mislabelled
     assert all(0 < s < 1.0 for s in samples)
     assert row["result"][0] == pytest.approx(sorted(samples)[len(samples) // 2], rel=0.5)
+
+
+@pytest.mark.slow
+def test_the_machine_canary_is_timed_beside_the_suite(asv_results):
+    """asv stores the canary's readings with the start time and duration of every job: what
+    the disturbance rule reads."""
+    shas, results, _ = asv_results
+    name = f"{CANARY}.time_reference"
+    for sha in shas:
+        columns = results[sha]["result_columns"]
+        canary = dict(zip(columns, results[sha]["results"][name], strict=False))
+        suite = dict(zip(columns, results[sha]["results"][f"{SUITE}.time_forward"],
+                         strict=False))
+        assert 0 < canary["result"][0] < 1.0
+        # in name order: bench_rnns.MachineCanary before bench_rnns.VariableLengthLSTM
+        assert suite["started_at"] >= canary["started_at"] + 1000 * canary["duration"] - 1
+        assert canary["duration"] > 0

@@ -3,6 +3,7 @@ series, and the alerts (value objects the report formats render)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from torchpulse.analysis.detect import (
     analyse,
     benjamini_hochberg,
 )
+from torchpulse.analysis.disturbance import Canary, assess
 from torchpulse.analysis.series import Series, SeriesError, SeriesKey, load_series
 from torchpulse.results.gitrepo import GitError, History
 from torchpulse.results.project import Project
@@ -55,21 +57,46 @@ class Alert:
 class Checked:
     """One series, what detection made of it, and its status."""
 
-    series: Series
-    verdict: SeriesVerdict
+    series: Series  # every point, the disturbed ones included
+    verdict: SeriesVerdict  # on the points measured undisturbed
     status: str
     alert: Alert | None = None  # its active regression, when reported
 
     @property
     def commits(self) -> int:
-        return len(self.series.points)
+        """Commits that count: those not measured on a disturbed machine."""
+        return sum(not p.disturbed for p in self.series.points)
+
+    @property
+    def disturbed(self) -> tuple[str, ...]:
+        """Commits measured on a disturbed machine (left out of detection), oldest first."""
+        return tuple(p.commit for p in self.series.points if p.disturbed)
+
+    @property
+    def newest_disturbed(self) -> bool:
+        return bool(self.series.points) and self.series.points[-1].disturbed
+
+    def disturbed_text(self) -> str:
+        """'' or what the disturbed points mean for this series' verdict."""
+        n = len(self.disturbed)
+        if not n:
+            return ""
+        if self.newest_disturbed:
+            return ("newest commit measured on a disturbed machine: not counted, re-measure it"
+                    + (f" ({n} such commits)" if n > 1 else ""))
+        return f"{n} commit{'s' if n > 1 else ''} measured on a disturbed machine, not counted"
 
     @property
     def needed(self) -> int:
         return MIN_POINTS
 
     def status_text(self) -> str:
-        """The status with what qualifies it: commits so far, the detectable step."""
+        """The status with what qualifies it: commits so far, the detectable step, the
+        commits measured on a disturbed machine."""
+        disturbed = self.disturbed_text()
+        return self._status_text() + (f"; {disturbed}" if disturbed else "")
+
+    def _status_text(self) -> str:
         if self.status == TOO_FEW:
             return f"{TOO_FEW} ({self.commits} of {MIN_POINTS})"
         if self.status == UNSTABLE:
@@ -96,6 +123,7 @@ class Report:
     alpha: float
     threshold: float
     off_branch_files: int
+    canary: Canary = Canary()  # the machine canary's readings (none: nothing disturbed)
 
     @property
     def series_count(self) -> int:
@@ -103,6 +131,10 @@ class Report:
 
     def count(self, status: str) -> int:
         return sum(c.status == status for c in self.checked)
+
+    @property
+    def disturbed_points(self) -> int:
+        return sum(len(c.disturbed) for c in self.checked)
 
 
 def _change_alert(series: Series, change: ChangePoint) -> Alert:
@@ -129,34 +161,41 @@ def _status(verdict: SeriesVerdict, points: int, alert: Alert | None) -> str:
 
 def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_ALPHA,
              threshold: float = DEFAULT_THRESHOLD, since: str | None = None,
-             history_mode: bool = False, off_branch_files: int = 0) -> Report:
-    """Run detection on every series and give each its status. Active regressions pass a
-    Benjamini-Hochberg step at false-discovery rate ``alpha`` over all series checked, so a
-    tree of a thousand quiet series does not raise the alarms a thousand separate tests
-    would; with ``since``, only those whose first culprit comes after that commit count."""
+             history_mode: bool = False, off_branch_files: int = 0,
+             canary: Canary | None = None) -> Report:
+    """Run detection on every series and give each its status. Points flagged disturbed
+    are left out of detection (an alert after one names the range from the last undisturbed
+    commit). Active regressions pass a Benjamini-Hochberg step at false-discovery rate
+    ``alpha`` over all series checked, so a tree of a thousand quiet series does not raise
+    the alarms a thousand separate tests would; with ``since``, only those whose first
+    culprit comes after that commit count."""
     start = history.position[since] + 1 if since is not None else 0
 
     def recent(alert: Alert) -> bool:
         return history.position[alert.commit] >= start
 
-    verdicts = [(s, analyse(s.points, alpha=alpha, threshold=threshold)) for s in series]
+    used = [dataclasses.replace(s, points=[p for p in s.points if not p.disturbed])
+            for s in series]
+    verdicts = [(s, u, analyse(u.points, alpha=alpha, threshold=threshold))
+                for s, u in zip(series, used, strict=True)]
     # the family: every series that could alert (a series without an active regression
     # counts with p = 1)
-    cutoff = benjamini_hochberg([v.pvalue for s, v in verdicts if len(s.points) >= MIN_POINTS],
-                                alpha)
+    cutoff = benjamini_hochberg([v.pvalue for _, u, v in verdicts
+                                 if len(u.points) >= MIN_POINTS], alpha)
     checked: list[Checked] = []
     alerts: list[Alert] = []
-    for s, verdict in verdicts:
-        active = [_regression_alert(s, r) for r in verdict.active if r.pvalue <= cutoff]
+    for s, u, verdict in verdicts:
+        active = [_regression_alert(u, r) for r in verdict.active if r.pvalue <= cutoff]
         alert = next((a for a in active if recent(a)), None)
-        checked.append(Checked(s, verdict, _status(verdict, len(s.points), alert), alert))
+        checked.append(Checked(s, verdict, _status(verdict, len(u.points), alert), alert))
         if history_mode:
-            alerts += [a for a in (_change_alert(s, cp) for cp in verdict.change_points)
+            alerts += [a for a in (_change_alert(u, cp) for cp in verdict.change_points)
                        if recent(a)]
         elif alert is not None:
             alerts.append(alert)
     alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))
-    return Report(alerts, checked, history_mode, alpha, threshold, off_branch_files)
+    return Report(alerts, checked, history_mode, alpha, threshold, off_branch_files,
+                  canary or Canary())
 
 
 def run(project: Project, *, machine: str | None = None, branch: str | None = None,
@@ -174,5 +213,6 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
             raise SeriesError(f"--since: commit {since_sha[:8]} is not on the first-parent "
                               "history of the branch")
     series, off_branch = load_series(project.results_dir, history, machine)
+    series, canary = assess(series)
     return evaluate(series, history, alpha=alpha, threshold=threshold, since=since_sha,
-                    history_mode=history_mode, off_branch_files=off_branch)
+                    history_mode=history_mode, off_branch_files=off_branch, canary=canary)

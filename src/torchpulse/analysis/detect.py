@@ -62,6 +62,12 @@ class Point:
     commit: str
     value: float
     samples: tuple[float, ...] = ()
+    # when its asv job ran (ms since the epoch) and for how long (s), where stored
+    started_ms: float | None = None
+    seconds: float | None = None
+    # the machine canary says the machine was disturbed while it was measured: shown, but
+    # left out of detection (see torchpulse.analysis.disturbance)
+    disturbed: bool = False
 
     def _clean(self, linear: bool) -> np.ndarray:
         kept = [s for s in self.samples

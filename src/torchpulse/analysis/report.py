@@ -76,6 +76,29 @@ def counts(report: Report) -> str:
     return f"{', '.join(parts)} (of {report.series_count} series)"
 
 
+def canary_lines(report: Report, only: str | None = None) -> list[str]:
+    """What the machine canary said, per machine (or on machine ``only``) and environment,
+    and how many points it marked disturbed."""
+    canary = report.canary
+    lines = []
+    for (machine, env), level in sorted(canary.levels.items()):
+        if only is not None and machine != only:
+            continue
+        readings = [r for r in canary.readings if (r.machine, r.env) == (machine, env)]
+        slow = [r for r in readings if r.slow]
+        lines.append(f"machine canary on {machine}/{env}: {len(readings)} readings at "
+                     f"{human(level, 'seconds')} usually, {len(slow)} slow (over "
+                     f"+{percent(canary.limits[(machine, env)] - 1, 0)})"
+                     + (f" at {', '.join(sorted({r.commit[:8] for r in slow}))}" if slow
+                        else ""))
+    disturbed = sum(len(c.disturbed) for c in report.checked
+                    if only is None or c.series.key.machine == only)
+    if disturbed:
+        lines.append(f"{disturbed} point(s) measured next to a slow reading are marked "
+                     "disturbed and not counted")
+    return lines
+
+
 def _finite(value: float | None) -> float | None:
     """JSON has no infinity: a number that is not finite is written as null."""
     return value if value is not None and math.isfinite(value) else None
@@ -95,11 +118,21 @@ def to_json(report: Report) -> str:
         "commits": c.commits, "commits_needed": c.needed, "latest": c.series.points[-1].value,
         "unit": c.series.unit, "cv": _finite(c.verdict.noise.cv),
         "within_cv": _finite(c.verdict.noise.within_cv), "mde": _finite(c.verdict.noise.mde),
-        "toggling": c.verdict.noise.toggling,
+        "toggling": c.verdict.noise.toggling, "disturbed": list(c.disturbed),
+        "status_text": c.status_text(),
     } for c in report.checked]
+    canary = {
+        "levels": [{"machine": m, "env": e, "seconds": level,
+                    "slow_above": report.canary.limits[(m, e)]}
+                   for (m, e), level in sorted(report.canary.levels.items())],
+        "readings": [{"machine": r.machine, "env": r.env, "commit": r.commit,
+                      "benchmark": r.benchmark, "seconds": r.value, "ratio": r.ratio,
+                      "slow": r.slow} for r in report.canary.readings],
+        "disturbed_points": report.disturbed_points,
+    }
     return json.dumps({"alerts": alerts, "series": report.series_count,
                        "counts": {s: report.count(s) for s in STATUSES},
-                       "verdicts": verdicts}, indent=2) + "\n"
+                       "verdicts": verdicts, "canary": canary}, indent=2) + "\n"
 
 
 def to_text(report: Report) -> str:
@@ -117,6 +150,7 @@ def to_text(report: Report) -> str:
         if a.noisy:
             lines.append("              on a noisy series: the step clearly exceeds its noise")
     lines.append(f"status: {counts(report)}")
+    lines += canary_lines(report)
     noisiest = _noisiest(report)
     if noisiest:
         lines.append(f"  {'noisiest series':70} {'cv':>7} {'within':>7} {'mde':>7}  status")
@@ -150,6 +184,7 @@ def to_markdown(report: Report) -> str:
         lines.append("")
     if not report.alerts:
         lines += ["No regression is active at the newest commit.", ""]
+    lines += [*(f"{line}." for line in canary_lines(report)), ""] if report.canary.levels else []
     lines += ["<details><summary>Noise: "
               f"{report.count(UNSTABLE)} of {report.series_count} series unstable, "
               f"{report.count(TOO_FEW)} with too few commits</summary>", "",
@@ -173,6 +208,9 @@ def to_github(report: Report) -> str:
                      f"{_escape(change(a))}::{_escape(_name(a))} on {_escape(a.key.machine)}/"
                      f"{_escape(a.key.env)}: {_escape(human(a.before, a.unit))} -> "
                      f"{_escape(human(a.after, a.unit))} at {a.commit[:12]} (p={_p(a)})")
+    if report.disturbed_points:
+        said = "; ".join(canary_lines(report))
+        lines.append(f"::warning title=Disturbed machine::{_escape(said)}")
     for c in _unstable(report):
         lines.append(f"::warning title=Unstable benchmark::{_escape(c.series.key.label())}: "
                      f"{_escape(c.status_text())}")

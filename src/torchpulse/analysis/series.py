@@ -114,10 +114,11 @@ def load_series(results_dir: Path, history: History, machine: str | None = None
 
 def _add_results(found: dict[SeriesKey, Series], results: asv_results.Results, bench: str,
                  machine: str, unit: str) -> None:
+    started, seconds = asv_results.timing(results, bench)
     for combo, value, samples in asv_results.rows(results, bench):
         if not _finite(value):
             continue  # failed or skipped at this commit: no point
         key = SeriesKey(bench, combo, machine, results.env_name)
         entry = found.setdefault(key, Series(key, unit, params=dict(results.params)))
         kept = tuple(float(s) for s in (samples or []) if _finite(s))
-        entry.points.append(Point(results.commit_hash, float(value), kept))
+        entry.points.append(Point(results.commit_hash, float(value), kept, started, seconds))

@@ -9,9 +9,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchpulse.analysis.alert import TOO_FEW, Alert, Checked, Report, evaluate
+from torchpulse.analysis.alert import TOO_FEW, Alert, Checked, Report, run
 from torchpulse.analysis.detect import Noise
-from torchpulse.analysis.series import SeriesKey, declared_benchmarks, load_series
+from torchpulse.analysis.series import SeriesKey, declared_benchmarks
 from torchpulse.results.project import Project
 
 # A change since the previous commit is marked when it exceeds this many standard deviations
@@ -51,6 +51,11 @@ class Row:
     @property
     def commits(self) -> int:
         return self.checked.commits
+
+    @property
+    def latest_disturbed(self) -> bool:
+        """The newest point was measured on a disturbed machine (shown, not counted)."""
+        return self.checked.newest_disturbed
 
     @property
     def noise(self) -> Noise | None:
@@ -128,11 +133,10 @@ def build(project: Project, branch: str | None = None) -> Summary:
     """The summary of every machine in ``project``'s results tree."""
     history = project.history(branch)
     results_dir = project.results_dir
-    series, off_branch = load_series(results_dir, history)
-    report = evaluate(series, history, off_branch_files=off_branch)
+    report = run(project, branch=branch)
     names = declared_param_names(results_dir)
     machines = []
-    for machine in sorted({s.key.machine for s in series}):
+    for machine in sorted({c.series.key.machine for c in report.checked}):
         rows = [Row(c, names.get(c.series.key.benchmark, ())) for c in report.checked
                 if c.series.key.machine == machine]
         newest = max((r.latest_commit for r in rows), key=history.position.__getitem__)

@@ -3,7 +3,8 @@ API, so that a change in a future asv breaks here, and in its test, rather than 
 every reader and writer.
 
 Everything goes through what ``Results`` offers publicly (its constructor, ``load``,
-``add_result``, ``save``, the ``get_result_*`` accessors, ``benchmark_version``) and
+``add_result``, ``save``, the ``get_result_*`` accessors, ``benchmark_version``,
+``started_at``, ``duration``) and
 ``asv.results.get_filename``; nothing reads its private attributes. Files are always written
 by asv's own serialisation, into a scratch folder first, then renamed into place.
 """
@@ -85,6 +86,15 @@ def rows(results: Results, name: str) -> Iterator[Row]:
     samples = samples if isinstance(samples, list) else [None] * len(combos)
     for combo, v, s in zip(combos, value, samples, strict=False):
         yield tuple(combo), v, s
+
+
+def timing(results: Results, name: str) -> tuple[float | None, float | None]:
+    """When a benchmark's job started (ms since the epoch, asv's JS timestamp) and how long
+    it ran (seconds, every parameter combination included); None where not stored."""
+    started = results.started_at.get(name)
+    duration = results.duration.get(name)
+    return (float(started) if isinstance(started, int | float) else None,
+            float(duration) if isinstance(duration, int | float) else None)
 
 
 def add(results: Results, name: str, version: str, params: list[list[str]],

@@ -6,9 +6,9 @@ from __future__ import annotations
 from html import escape
 from urllib.parse import quote
 
-from torchpulse.analysis.alert import STATUSES, Alert
+from torchpulse.analysis.alert import STATUSES, Alert, Report
 from torchpulse.analysis.detect import MIN_POINTS
-from torchpulse.analysis.report import change, counts, human
+from torchpulse.analysis.report import canary_lines, change, counts, human
 from torchpulse.analysis.series import SeriesKey
 from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 
@@ -29,6 +29,7 @@ td.env { font-size: 0.8em; }
 .down { color: #1b7a1b; }
 .unstable { color: #9a6700; }
 .muted { color: #777; }
+.disturbed { background: #fff4d6; }
 code { font-size: 0.95em; }
 """
 
@@ -91,10 +92,14 @@ def _series_row(row: Row, show_env: bool) -> str:
     mde = _pct(noise.mde) if noise else "-"
     env = f'<td class="env">{escape(row.key.env)}</td>' if show_env else ""
     status_cls = row.status.replace(" ", "-")
-    return (f'<tr class="series" data-status="{escape(row.status)}">'
+    latest = (f'<td class="num disturbed" title="measured on a disturbed machine: not counted">'
+              f"{escape(human(row.latest, row.unit))} (disturbed)</td>" if row.latest_disturbed
+              else f'<td class="num">{escape(human(row.latest, row.unit))}</td>')
+    return (f'<tr class="series" data-status="{escape(row.status)}" '
+            f'data-disturbed="{len(row.checked.disturbed)}">'
             f'<td><a href="{escape(_hash_url(row.key, row.param_names))}">'
             f"{escape(row.key.benchmark)}</a></td><td>{escape(_params(row))}</td>{env}"
-            f'<td class="num">{escape(human(row.latest, row.unit))}</td>{change_cell}'
+            f"{latest}{change_cell}"
             f'<td class="num">{cv}</td><td class="num">{mde}</td>'
             f'<td class="num">{row.commits}</td>'
             f'<td class="status {status_cls}">{escape(row.status_text())}</td></tr>')
@@ -118,7 +123,8 @@ def _series_table(rows: list[Row]) -> list[str]:
             "<tbody>", *(_series_row(r, show_env) for r in rows), "</tbody></table>"]
 
 
-def _machine(m: MachineSummary, threshold: float) -> list[str]:
+def _machine(m: MachineSummary, report: Report) -> list[str]:
+    threshold = report.threshold
     described = _described(m.info)
     names = {r.key.benchmark: r.param_names for r in m.rows}
     out = [f'<section class="machine" id="machine-{escape(m.name)}">',
@@ -142,7 +148,10 @@ def _machine(m: MachineSummary, threshold: float) -> list[str]:
             "smallest detectable step is shown). too few commits: fewer than "
             f"{MIN_POINTS} commits, so its noise is unknown. A change since the previous "
             f"commit is coloured when it exceeds {NOTABLE_SIGMAS:g} standard deviations of the "
-            "difference of two runs.</p>", *_series_table(m.current)]
+            "difference of two runs. disturbed: measured while the machine canary ran slow "
+            "(another job, throttling); shown, but not counted by the detection.</p>",
+            *(f'<p class="canary">{escape(line)}.</p>' for line in canary_lines(report, m.name)),
+            *_series_table(m.current)]
     if m.stale:
         out += [f"<details><summary>{len(m.stale)} series not measured at the newest commit "
                 "(renamed or removed benchmarks, older environments)</summary>",
@@ -176,7 +185,7 @@ def render(summary: Summary) -> str:
     if not summary.machines:
         body.append("<p>No results on this branch yet.</p>")
     for m in summary.machines:
-        body += _machine(m, report.threshold)
+        body += _machine(m, report)
     body.append("</body></html>")
     return "\n".join(body) + "\n"
 

@@ -1,0 +1,38 @@
+"""The machine canary: a fixed torch workload timed between the suites' benchmarks, so that a
+disturbed machine (another job, throttling) is seen as such.
+
+Its code lives here, in the working tree, so every commit of a run times the same workload
+with the same torch: its level moves only when the machine does. torchpulse.analysis.disturbance
+reads its timings and flags the points measured next to a slow one. asv runs a commit's
+benchmarks in name order, one setup_cache group after another: this module's own
+``_canary.MachineCanary`` ("_" sorts before "b") opens each commit's run, and the suite
+modules that import the class run it again after the autograd pairs, between the LSTM
+classes and at the end of the compile zoo."""
+
+import torch
+
+CANARY_SEED = 0
+
+
+class MachineCanary:
+    # ~17 ms a sample on an idle 2-core VM; the median of 10 samples is its value
+    version = "1"
+    rounds = 1
+    number = 1
+    repeat = (10, 10, 1.0)
+    warmup_time = 0.05
+
+    def setup(self, *cache):
+        g = torch.Generator().manual_seed(CANARY_SEED)
+        self.a = torch.randn(256, 256, generator=g)
+        self.b = torch.randn(256, 256, generator=g)
+        self.x = torch.randn(64, 512, generator=g)
+
+    # *cache: in a suite with a setup_cache, asv passes its value first
+    def time_reference(self, *cache):
+        c = self.a
+        for _ in range(24):  # matmuls on every intra-op thread
+            c = torch.tanh(c @ self.b)
+        y = self.x
+        for _ in range(24):  # elementwise work and reductions
+            y = torch.nn.functional.gelu(y) * 0.5 + y.sum(dim=1, keepdim=True) * 1e-3

@@ -1,0 +1,127 @@
+"""Which points were measured on a disturbed machine: the machine canary's rule.
+
+The canary (``benchmarks/_canary.py``) is a fixed torch workload that asv times between the
+suites: after the autograd pairs, between the LSTM classes and after the compile zoo of every
+commit. Its code comes from the working tree, so within a run it only moves when the machine
+does. The rule (docs/detection.md explains the figures behind it):
+
+* On one machine and environment, the canary's *usual level* is the median of all its
+  readings. A reading is *slow* when it exceeds that level by more than SLOW_RATIO, or by
+  SLOW_SIGMAS robust deviations of the readings when they are noisier than that. (On an idle
+  2-core VM the readings spread about +-13 %; a CPU hog on one of the two cores doubles them.)
+* A point (one commit of one series) is *disturbed* when the canary reading nearest before
+  its asv job started, or the one nearest after it ended, is slow. Readings further than
+  REACH_S away say nothing about it; points that no asv run timed (imported results: asv
+  stores no job duration for them) are never flagged.
+* Disturbed points stay in the series and are shown, marked; detection leaves them out. A
+  disturbed commit can then neither fake a step nor hide one, and a step found after one is
+  located to the range from the last undisturbed commit.
+
+A machine that stays slower for good makes its newest points "disturbed" until enough
+readings at the new level move the median: the verdict waits rather than alerting on the
+machine.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from torchpulse.analysis.detect import MAD_TO_SD, Point
+from torchpulse.analysis.series import Series
+
+CANARY_METHOD = "MachineCanary.time_reference"  # the canary's benchmark, in any suite module
+SLOW_RATIO = 1.25
+SLOW_SIGMAS = 4.0
+REACH_S = 600.0
+MIN_READINGS = 3  # fewer readings give no usual level: nothing is flagged
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One timing of the canary."""
+
+    machine: str
+    env: str
+    commit: str
+    benchmark: str
+    started_ms: float
+    value: float  # seconds
+    ratio: float  # against the usual level of its machine and environment
+    slow: bool
+
+
+@dataclass(frozen=True)
+class Canary:
+    """What the canary's readings say about the machines."""
+
+    readings: tuple[Reading, ...] = ()
+    levels: dict[tuple[str, str], float] = dataclasses.field(default_factory=dict)
+    limits: dict[tuple[str, str], float] = dataclasses.field(default_factory=dict)  # ratios
+
+    @property
+    def slow(self) -> list[Reading]:
+        return [r for r in self.readings if r.slow]
+
+
+def is_canary(series: Series) -> bool:
+    return series.key.benchmark.endswith("." + CANARY_METHOD)
+
+
+def assess(series: list[Series]) -> tuple[list[Series], Canary]:
+    """The series other than the canary's, their points flagged ``disturbed`` by the rule,
+    and the canary's readings."""
+    canary = _read(s for s in series if is_canary(s))
+    timeline: dict[str, list[Reading]] = {}
+    for r in sorted(canary.readings, key=lambda r: r.started_ms):
+        timeline.setdefault(r.machine, []).append(r)
+    flagged = []
+    for s in series:
+        if is_canary(s):
+            continue
+        readings = timeline.get(s.key.machine, [])
+        starts = [r.started_ms for r in readings]
+        points = [dataclasses.replace(p, disturbed=_disturbed(p, readings, starts))
+                  for p in s.points]
+        flagged.append(dataclasses.replace(s, points=points))
+    return flagged, canary
+
+
+def _read(canaries) -> Canary:
+    raw: dict[tuple[str, str], list[tuple[Series, Point]]] = {}
+    for s in canaries:
+        for p in s.points:
+            if p.started_ms is not None and p.value > 0:
+                raw.setdefault((s.key.machine, s.key.env), []).append((s, p))
+    readings, levels, limits = [], {}, {}
+    for where, found in raw.items():
+        logs = np.log([p.value for _, p in found])
+        centre = float(np.median(logs))
+        spread = MAD_TO_SD * float(np.median(np.abs(logs - centre)))
+        limit = max(math.log(SLOW_RATIO), SLOW_SIGMAS * spread)
+        enough = len(found) >= MIN_READINGS
+        levels[where], limits[where] = math.exp(centre), math.exp(limit)
+        for (s, p), x in zip(found, logs.tolist(), strict=True):
+            readings.append(Reading(s.key.machine, s.key.env, p.commit, s.key.benchmark,
+                                    p.started_ms, p.value, math.exp(x - centre),
+                                    enough and x - centre > limit))
+    return Canary(tuple(readings), levels, limits)
+
+
+def _disturbed(point: Point, readings: list[Reading], starts: list[float]) -> bool:
+    if point.started_ms is None or point.seconds is None or not readings:
+        return False  # not timed by an asv run (imports store no duration)
+    end = point.started_ms + 1000.0 * point.seconds
+    reach = 1000.0 * REACH_S
+    before = bisect.bisect_right(starts, point.started_ms) - 1
+    after = bisect.bisect_left(starts, end)
+    near = []
+    if before >= 0 and point.started_ms - starts[before] <= reach:
+        near.append(readings[before])
+    if after < len(readings) and starts[after] - end <= reach:
+        near.append(readings[after])
+    return any(r.slow for r in near)

@@ -1,0 +1,179 @@
+"""The machine canary's rule: slow readings, the points they mark disturbed, and what detection,
+the reports and the summary page make of those points."""
+
+import datetime
+import json
+
+import pytest
+from asv.results import Results
+from clirun import exit_code
+
+from torchpulse.analysis import disturbance, summary, synthetic
+from torchpulse.analysis.alert import OK, REGRESSION, evaluate
+from torchpulse.analysis.detect import Point
+from torchpulse.analysis.series import Series, SeriesKey
+from torchpulse.results.gitrepo import History
+from torchpulse.results.project import Project
+from torchpulse.site import page
+
+CANARY = "bench_rnns." + disturbance.CANARY_METHOD
+LEVEL = 0.017
+
+
+def canary(values, starts, machine="m", env="e"):
+    key = SeriesKey(CANARY, (), machine, env)
+    return Series(key, "seconds", [Point(f"c{i}", v, (), t * 1000.0, 0.3)
+                                   for i, (v, t) in enumerate(zip(values, starts, strict=True))])
+
+
+def workload(values, starts, seconds=10.0, machine="m", name="bench_rnns.LSTM.time_forward"):
+    key = SeriesKey(name, ("'aten'",), machine, "e")
+    return Series(key, "seconds", [Point(f"c{i}", v, (v,) * 5,
+                                         None if t is None else t * 1000.0,
+                                         None if t is None else seconds)
+                                   for i, (v, t) in enumerate(zip(values, starts, strict=True))])
+
+
+def flags(series):
+    return [p.disturbed for p in series.points]
+
+
+def test_a_slow_reading_marks_the_points_next_to_it():
+    # canaries at 0, 100, ... 500 s; workload jobs of 10 s at 50, 150, ... 550 s
+    readings = canary([LEVEL, LEVEL, LEVEL * 2.0, LEVEL, LEVEL * 1.1, LEVEL],
+                      [0, 100, 200, 300, 400, 500])
+    jobs = workload([0.01] * 6, [50, 150, 250, 350, 450, 550])
+    (flagged,), found = disturbance.assess([readings, jobs])
+    # the slow reading at 200 s follows the job at 150 s and precedes the one at 250 s
+    assert flags(flagged) == [False, True, True, False, False, False]
+    assert [r.slow for r in found.readings] == [False, False, True, False, False, False]
+    assert found.levels[("m", "e")] == pytest.approx(LEVEL)
+    assert found.limits[("m", "e")] == pytest.approx(disturbance.SLOW_RATIO)
+
+
+def test_far_readings_untimed_points_and_other_machines_are_not_marked():
+    readings = canary([LEVEL, LEVEL, LEVEL * 3.0, LEVEL], [0, 100, 200, 300])
+    far = 200 + disturbance.REACH_S + 60
+    jobs = workload([0.01] * 3, [far, None, 150])
+    elsewhere = workload([0.01], [150], machine="other")
+    (mine, theirs), _ = disturbance.assess([readings, jobs, elsewhere])
+    assert flags(mine) == [False, False, True]
+    assert flags(theirs) == [False]
+
+
+def test_too_few_readings_mark_nothing():
+    readings = canary([LEVEL, LEVEL * 5.0], [0, 100])
+    (flagged,), found = disturbance.assess([readings, workload([0.01], [50])])
+    assert not found.slow
+    assert flags(flagged) == [False]
+
+
+def test_a_noisy_canary_needs_a_bigger_excursion():
+    spread = [1.0, 1.3, 0.8, 1.25, 0.78, 1.2, 0.82, 1.0, 1.3]
+    readings = canary([LEVEL * x for x in spread], range(0, 900, 100))
+    _, found = disturbance.assess([readings])
+    assert found.limits[("m", "e")] > disturbance.SLOW_RATIO
+    assert not found.slow  # +30 % is this canary's ordinary spread
+
+
+def _history(n):
+    return History([f"c{i}" for i in range(n)])
+
+
+def _stepped(n, last):
+    """n commits at 10 ms, the newest ``last`` of them at 15 ms."""
+    return [0.010] * (n - last) + [0.015] * last
+
+
+def test_disturbed_points_cannot_fake_a_regression():
+    n = 10
+    starts = [100 * i + 50 for i in range(n)]
+    slow = [LEVEL] * (n - 2) + [LEVEL * 2.0] * 2
+    readings = canary(slow + [LEVEL], [100 * i for i in range(1, n + 2)])
+    series = workload(_stepped(n, 2), starts)
+    flagged, found = disturbance.assess([readings, series])
+    report = evaluate(flagged, _history(n), canary=found)
+    (checked,) = report.checked
+    assert checked.status == OK and not report.alerts
+    assert checked.disturbed == ("c8", "c9")
+    assert checked.commits == n - 2
+    assert "newest commit measured on a disturbed machine" in checked.status_text()
+    # the same points with a quiet canary: the step is real, and reported
+    quiet, found = disturbance.assess([canary([LEVEL] * (n + 1), [100 * i for i in
+                                                                  range(1, n + 2)]), series])
+    assert evaluate(quiet, _history(n), canary=found).checked[0].status == REGRESSION
+
+
+def test_a_step_behind_a_disturbed_commit_is_located_to_a_range():
+    n = 15
+    values = [0.010] * 8 + [0.030] + [0.015] * 6  # the step's own commit ran disturbed
+    # a slow reading between the jobs of c8 and c9
+    readings = canary([LEVEL] * 8 + [LEVEL * 2.0] + [LEVEL] * 7,
+                      [100 * i for i in range(1, n + 2)])
+    flagged, found = disturbance.assess([readings, workload(values, [100 * i + 50
+                                                                     for i in range(n)])])
+    assert flags(flagged[0]) == [False] * 8 + [True, True] + [False] * 5
+    report = evaluate(flagged, _history(n), canary=found)
+    (alert,) = report.alerts
+    assert (alert.previous_commit, alert.commit) == ("c7", "c10")  # c8 and c9 lie between
+    assert alert.ratio == pytest.approx(1.5, rel=0.01)
+
+
+def _timed_project(path, slow: bool):
+    """A synthetic project whose runs carry asv's timestamps: per commit a canary, then a
+    workload job; the newest two commits are 40 % slower, their canary twice as slow when
+    ``slow`` (a busy machine)."""
+    synthetic.build(path, commits=9, per_cell=1, noise_series=1, seed=2, kinds=("noise",))
+    shas = synthetic.history(path)
+    base = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    folder = path / "results" / synthetic.MACHINE
+    for c, sha in enumerate(shas):
+        file = folder / f"{sha[:8]}-{synthetic.ENV}.json"
+        results = Results.load(str(file), machine_name=synthetic.MACHINE)
+        late = c >= len(shas) - 2
+        value = 0.014 if late else 0.010
+        reading = LEVEL * (2.0 if late and slow else 1.0)
+        at = base + datetime.timedelta(minutes=2 * c)
+        for name, v, offset in ((CANARY, reading, 0), ("bench_rnns.LSTM.time_forward", value, 5),
+                                ("bench_rnns.MachineCanaryAfter.track_x", reading, 20)):
+            if name.endswith("track_x"):
+                name = "bench_compile." + disturbance.CANARY_METHOD
+            samples = [v * (1 + 0.002 * k) for k in range(-2, 3)]
+            results.add_result({"name": name, "version": "1", "params": []},
+                               _result(v, samples), started_at=at + datetime.timedelta(
+                                   seconds=offset), duration=10.0, record_samples=True)
+        results.save(str(path / "results"))
+    return shas
+
+
+def _result(value, samples):
+    from asv.runner import BenchmarkResult
+    return BenchmarkResult(result=[value], samples=[samples], number=[1], errcode=0,
+                           stderr="", profile=None)
+
+
+@pytest.mark.parametrize("slow", [True, False])
+def test_alert_json_and_page_say_the_same(tmp_path, capsys, slow):
+    shas = _timed_project(tmp_path, slow)
+    code = exit_code(["alert", "--config", str(tmp_path / "asv.conf.json"), "--format",
+                      "json"])
+    data = json.loads(capsys.readouterr().out)
+    lstm = next(v for v in data["verdicts"] if v["benchmark"] == "bench_rnns.LSTM.time_forward")
+    assert not any(v["benchmark"].endswith(disturbance.CANARY_METHOD) for v in data["verdicts"])
+    assert len(data["canary"]["readings"]) == 2 * len(shas)
+    html = page.render(summary.build(Project.load(tmp_path / "asv.conf.json")))
+    if slow:
+        assert code == 0 and lstm["status"] == "ok"
+        assert lstm["disturbed"] == shas[-2:]
+        assert data["canary"]["disturbed_points"] == 2
+        assert "newest commit measured on a disturbed machine" in lstm["status_text"]
+        assert "(disturbed)</td>" in html and 'data-disturbed="2"' in html
+        assert "2 point(s) measured next to a slow reading" in html
+    else:
+        assert code == 1 and lstm["status"] == "regression" and lstm["disturbed"] == []
+        assert "(disturbed)</td>" not in html and "0 slow" in html
+    capsys.readouterr()
+    exit_code(["alert", "--config", str(tmp_path / "asv.conf.json")])
+    text = capsys.readouterr().out
+    assert f"machine canary on {synthetic.MACHINE}/{synthetic.ENV}: 18 readings" in text
+    assert ("4 slow (over +25%) at " in text) == slow, text
