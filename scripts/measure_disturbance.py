@@ -1,0 +1,99 @@
+#!/usr/bin/env python
+"""Benchmark commits where nothing measured changes while a CPU hog loads the machine for the
+last commits of the run, then print what the machine canary caught and what `torchpulse
+alert` concludes with and without its rule.
+
+    TORCHPULSE_PRESET=cpu .venv/bin/python scripts/measure_disturbance.py \
+        --range HEAD~7..HEAD --bench '^(_canary|bench_rnns|bench_cnns)' --hog-from 6
+
+Run it in a scratch clone: it replaces that clone's results of the range. The hog (one busy
+Python process) starts when asv reaches commit number --hog-from of the range and runs to the
+end. A point "overlaps" the hog when its asv job ran while the hog did; the canary should
+mark those points disturbed and none of the others.
+"""
+
+import argparse
+import dataclasses
+import re
+import subprocess
+import sys
+import time
+
+from torchpulse.analysis import disturbance
+from torchpulse.analysis.alert import REGRESSION, evaluate
+from torchpulse.analysis.report import counts
+from torchpulse.analysis.series import load_series
+from torchpulse.results.project import Project
+
+COMMIT_LINE = re.compile(r"For \S+ commit ([0-9a-f]{8})")
+
+
+def run_with_hog(commit_range: str, bench: str, hog_from: int) -> tuple[float, float]:
+    """asv run over the range; returns the hog's window (ms since the epoch)."""
+    asv = subprocess.Popen([sys.executable, "-m", "asv", "run", "--record-samples",
+                            "--bench", bench, commit_range], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    hog, started, seen = None, 0.0, 0
+    for line in asv.stdout:
+        print(line, end="", flush=True)
+        if COMMIT_LINE.search(line):
+            seen += 1
+            if seen == hog_from and hog is None:
+                started = time.time() * 1000
+                hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                print(f"== CPU hog started (pid {hog.pid})", flush=True)
+    asv.wait()
+    ended = time.time() * 1000
+    if hog is not None:
+        hog.kill()
+        hog.wait()
+    if asv.returncode != 0:
+        sys.exit(f"asv run failed ({asv.returncode})")
+    if hog is None:
+        sys.exit(f"asv ran fewer than {hog_from} commits: no hog")
+    return started, ended
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--range", default="HEAD~7..HEAD")
+    parser.add_argument("--bench", default="^(_canary|bench_rnns|bench_cnns)")
+    parser.add_argument("--hog-from", type=int, default=6,
+                        help="the hog starts with this commit of the run (1 = the first)")
+    args = parser.parse_args()
+    start, end = run_with_hog(args.range, args.bench, args.hog_from)
+
+    project = Project.load("asv.conf.json")
+    history = project.history()
+    raw, _ = load_series(project.results_dir, history)
+    flagged, canary = disturbance.assess(raw)
+    overlap = disturbed = caught = false = 0
+    for s in flagged:
+        for p in s.points:
+            if p.started_ms is None or p.seconds is None:
+                continue
+            hit = p.started_ms < end and p.started_ms + 1000 * p.seconds > start
+            overlap += hit
+            disturbed += p.disturbed
+            caught += hit and p.disturbed
+            false += p.disturbed and not hit
+    total = sum(len(s.points) for s in flagged)
+    print(f"\n== {total} points; {overlap} measured while the hog ran; the canary marked "
+          f"{caught} of them disturbed ({100 * caught / max(overlap, 1):.0f} %) and "
+          f"{false} of the {total - overlap} others")
+    print(f"   canary: {len(canary.readings)} readings, {len(canary.slow)} slow; "
+          f"levels {', '.join(f'{v * 1e3:.1f} ms' for v in canary.levels.values())}")
+    plain = [dataclasses.replace(s, points=[dataclasses.replace(p, disturbed=False)
+                                            for p in s.points]) for s in flagged]
+    for label, series in (("with the canary rule", flagged), ("without it", plain)):
+        report = evaluate(series, history, canary=canary)
+        print(f"   alert {label}: {len(report.alerts)} active regressions; "
+              f"{counts(report)}")
+        for c in report.checked:
+            if c.status == REGRESSION:
+                print(f"     {c.series.key.label()}: {c.alert.ratio - 1:+.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
