@@ -1,15 +1,16 @@
 #!/usr/bin/env python
-"""Benchmark commits where nothing measured changes while a CPU hog loads the machine for the
-last commits of the run, then print what the machine canary caught and what `torchpulse
-alert` concludes with and without its rule.
+"""Benchmark commits where nothing measured changes while a CPU hog loads the machine for
+part of the run, then print what the machine canary caught and what `torchpulse alert`
+concludes with and without its rule.
 
     TORCHPULSE_PRESET=cpu .venv/bin/python scripts/measure_disturbance.py \
-        --range HEAD~7..HEAD --bench '^(_canary|bench_rnns|bench_cnns)' --hog-from 6
+        --range HEAD~7..HEAD --bench '^(_canary|bench_rnns|bench_cnns)' --hog-from 1 --hog-to 2
 
-Run it in a scratch clone: it replaces that clone's results of the range. The hog (one busy
-Python process) starts when asv reaches commit number --hog-from of the range and runs to the
-end. A point "overlaps" the hog when its asv job ran while the hog did; the canary should
-mark those points disturbed and none of the others.
+Run it in a scratch clone: it replaces that clone's results of the range. asv measures a
+range newest first; the hog (one busy Python process) starts when asv reaches commit number
+--hog-from of its run and stops when it reaches the one after --hog-to (default: the end).
+A point "overlaps" the hog when its asv job ran while the hog did; the canary should mark
+those points disturbed and none of the others.
 """
 
 import argparse
@@ -28,12 +29,13 @@ from torchpulse.results.project import Project
 COMMIT_LINE = re.compile(r"For \S+ commit ([0-9a-f]{8})")
 
 
-def run_with_hog(commit_range: str, bench: str, hog_from: int) -> tuple[float, float]:
+def run_with_hog(commit_range: str, bench: str, hog_from: int, hog_to: int | None
+                 ) -> tuple[float, float]:
     """asv run over the range; returns the hog's window (ms since the epoch)."""
     asv = subprocess.Popen([sys.executable, "-m", "asv", "run", "--record-samples",
                             "--bench", bench, commit_range], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
-    hog, started, seen = None, 0.0, 0
+    hog, started, ended, seen = None, 0.0, None, 0
     for line in asv.stdout:
         print(line, end="", flush=True)
         if COMMIT_LINE.search(line):
@@ -42,16 +44,23 @@ def run_with_hog(commit_range: str, bench: str, hog_from: int) -> tuple[float, f
                 started = time.time() * 1000
                 hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
                 print(f"== CPU hog started (pid {hog.pid})", flush=True)
+            if hog_to is not None and seen == hog_to + 1 and hog is not None:
+                ended = _stop(hog)
+                print("== CPU hog stopped", flush=True)
     asv.wait()
-    ended = time.time() * 1000
-    if hog is not None:
-        hog.kill()
-        hog.wait()
+    if hog is not None and ended is None:
+        ended = _stop(hog)
     if asv.returncode != 0:
         sys.exit(f"asv run failed ({asv.returncode})")
     if hog is None:
         sys.exit(f"asv ran fewer than {hog_from} commits: no hog")
     return started, ended
+
+
+def _stop(hog: subprocess.Popen) -> float:
+    hog.kill()
+    hog.wait()
+    return time.time() * 1000
 
 
 def main() -> int:
@@ -60,8 +69,10 @@ def main() -> int:
     parser.add_argument("--bench", default="^(_canary|bench_rnns|bench_cnns)")
     parser.add_argument("--hog-from", type=int, default=6,
                         help="the hog starts with this commit of the run (1 = the first)")
+    parser.add_argument("--hog-to", type=int, default=None,
+                        help="the hog stops after this commit of the run (default: the end)")
     args = parser.parse_args()
-    start, end = run_with_hog(args.range, args.bench, args.hog_from)
+    start, end = run_with_hog(args.range, args.bench, args.hog_from, args.hog_to)
 
     project = Project.load("asv.conf.json")
     history = project.history()
