@@ -15,6 +15,7 @@ those points disturbed and none of the others.
 
 import argparse
 import dataclasses
+import json
 import re
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from torchpulse.analysis.series import load_series
 from torchpulse.results.project import Project
 
 COMMIT_LINE = re.compile(r"For \S+ commit ([0-9a-f]{8})")
+WINDOW = "hog-window.json"  # the hog's start and end (ms), for --analyse-only
 
 
 def run_with_hog(commit_range: str, bench: str, hog_from: int, hog_to: int | None
@@ -71,8 +73,16 @@ def main() -> int:
                         help="the hog starts with this commit of the run (1 = the first)")
     parser.add_argument("--hog-to", type=int, default=None,
                         help="the hog stops after this commit of the run (default: the end)")
+    parser.add_argument("--analyse-only", action="store_true",
+                        help=f"no run: analyse the stored results with the window in {WINDOW}")
     args = parser.parse_args()
-    start, end = run_with_hog(args.range, args.bench, args.hog_from, args.hog_to)
+    if args.analyse_only:
+        with open(WINDOW) as f:
+            start, end = json.load(f)
+    else:
+        start, end = run_with_hog(args.range, args.bench, args.hog_from, args.hog_to)
+        with open(WINDOW, "w") as f:
+            json.dump([start, end], f)
 
     project = Project.load("asv.conf.json")
     history = project.history()

@@ -47,8 +47,8 @@ def test_a_slow_reading_marks_the_points_next_to_it():
     # the slow reading at 200 s follows the job at 150 s and precedes the one at 250 s
     assert flags(flagged) == [False, True, True, False, False, False]
     assert [r.slow for r in found.readings] == [False, False, True, False, False, False]
-    assert found.levels[("m", "e")] == pytest.approx(LEVEL)
-    assert found.limits[("m", "e")] == pytest.approx(disturbance.SLOW_RATIO)
+    assert found.levels[("m", "e", CANARY)] == pytest.approx(LEVEL)
+    assert found.limits[("m", "e", CANARY)] == pytest.approx(disturbance.SLOW_RATIO)
 
 
 def test_far_readings_untimed_points_and_other_machines_are_not_marked():
@@ -72,8 +72,27 @@ def test_a_noisy_canary_needs_a_bigger_excursion():
     spread = [1.0, 1.3, 0.8, 1.25, 0.78, 1.2, 0.82, 1.0, 1.3]
     readings = canary([LEVEL * x for x in spread], range(0, 900, 100))
     _, found = disturbance.assess([readings])
-    assert found.limits[("m", "e")] > disturbance.SLOW_RATIO
+    assert found.limits[("m", "e", CANARY)] > disturbance.SLOW_RATIO
     assert not found.slow  # +30 % is this canary's ordinary spread
+
+
+def test_each_place_has_its_own_level_and_slow_readings_cannot_widen_the_limit():
+    """The readings of a real run (ms) with a CPU hog over its first two commits: the canary
+    opening each commit reads ~18 ms, the one between the LSTM classes ~15 ms and noisier.
+    Pooled, or with a spread taken from every reading, the hogged 2.2-2.4x readings would
+    pass as ordinary."""
+    opening = [39.7, 42.7, 17.2, 18.1, 16.8, 17.8, 18.7]
+    between = [40.5, 42.3, 14.0, 15.5, 19.0, 14.8, 11.6]
+    first = canary([v / 1e3 for v in opening], range(0, 700, 100))
+    second = canary([v / 1e3 for v in between], range(50, 750, 100))
+    second = Series(SeriesKey("bench_autograd." + disturbance.CANARY_METHOD, (), "m", "e"),
+                    "seconds", second.points)
+    _, found = disturbance.assess([first, second])
+    slow = sorted((r.benchmark, r.commit) for r in found.slow)
+    assert slow == [(second.key.benchmark, "c0"), (second.key.benchmark, "c1"),
+                    (CANARY, "c0"), (CANARY, "c1")]
+    assert found.levels[("m", "e", CANARY)] == pytest.approx(0.0181)
+    assert found.levels[("m", "e", second.key.benchmark)] == pytest.approx(0.0155)
 
 
 def _history(n):
@@ -175,5 +194,6 @@ def test_alert_json_and_page_say_the_same(tmp_path, capsys, slow):
     capsys.readouterr()
     exit_code(["alert", "--config", str(tmp_path / "asv.conf.json")])
     text = capsys.readouterr().out
-    assert f"machine canary on {synthetic.MACHINE}/{synthetic.ENV}: 18 readings" in text
+    assert (f"machine canary on {synthetic.MACHINE}/{synthetic.ENV}: 18 readings at 2 "
+            "place(s), usually 17 ms, ") in text
     assert ("4 slow (over +25%) at " in text) == slow, text

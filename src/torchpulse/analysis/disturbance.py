@@ -5,10 +5,14 @@ suites: after the autograd pairs, between the LSTM classes and after the compile
 commit. Its code comes from the working tree, so within a run it only moves when the machine
 does. The rule (docs/detection.md explains the figures behind it):
 
-* On one machine and environment, the canary's *usual level* is the median of all its
-  readings. A reading is *slow* when it exceeds that level by more than SLOW_RATIO, or by
-  SLOW_SIGMAS robust deviations of the readings when they are noisier than that. (On an idle
-  2-core VM the readings spread about +-13 %; a CPU hog on one of the two cores doubles them.)
+* At each of its places in the run, on one machine and environment, the canary's *usual
+  level* is the median of its readings there (the places differ: a canary right after the
+  install reads slower than one between the LSTM classes). A reading is *slow* when it
+  exceeds that level by more than SLOW_RATIO, or by SLOW_SIGMAS robust deviations of the
+  readings when they are noisier than that. The deviation is measured on the readings below
+  the level only: a disturbance only ever slows the canary, so those are the clean ones, and
+  a run with many disturbed readings cannot widen its own limit. (On an idle 2-core VM a
+  place's readings spread by 5-15 %; a CPU hog on one of the two cores doubles them.)
 * A point (one commit of one series) is *disturbed* when the canary reading nearest before
   its asv job started, or the one nearest after it ended, is slow. Readings further than
   REACH_S away say nothing about it; points that no asv run timed (imported results: asv
@@ -60,8 +64,9 @@ class Canary:
     """What the canary's readings say about the machines."""
 
     readings: tuple[Reading, ...] = ()
-    levels: dict[tuple[str, str], float] = dataclasses.field(default_factory=dict)
-    limits: dict[tuple[str, str], float] = dataclasses.field(default_factory=dict)  # ratios
+    # per (machine, env, canary benchmark): the usual level (s) and the slow limit (a ratio)
+    levels: dict[tuple[str, str, str], float] = dataclasses.field(default_factory=dict)
+    limits: dict[tuple[str, str, str], float] = dataclasses.field(default_factory=dict)
 
     @property
     def slow(self) -> list[Reading]:
@@ -92,16 +97,17 @@ def assess(series: list[Series]) -> tuple[list[Series], Canary]:
 
 
 def _read(canaries) -> Canary:
-    raw: dict[tuple[str, str], list[tuple[Series, Point]]] = {}
+    raw: dict[tuple[str, str, str], list[tuple[Series, Point]]] = {}
     for s in canaries:
         for p in s.points:
             if p.started_ms is not None and p.value > 0:
-                raw.setdefault((s.key.machine, s.key.env), []).append((s, p))
+                raw.setdefault((s.key.machine, s.key.env, s.key.benchmark), []).append((s, p))
     readings, levels, limits = [], {}, {}
     for where, found in raw.items():
         logs = np.log([p.value for _, p in found])
         centre = float(np.median(logs))
-        spread = MAD_TO_SD * float(np.median(np.abs(logs - centre)))
+        below = centre - logs[logs < centre]
+        spread = MAD_TO_SD * float(np.median(below)) if len(below) else 0.0
         limit = max(math.log(SLOW_RATIO), SLOW_SIGMAS * spread)
         enough = len(found) >= MIN_READINGS
         levels[where], limits[where] = math.exp(centre), math.exp(limit)

@@ -76,19 +76,27 @@ def counts(report: Report) -> str:
     return f"{', '.join(parts)} (of {report.series_count} series)"
 
 
+def _span(texts: list[str]) -> str:
+    """'a' when every text is the same, else 'lowest to highest' (texts sorted by value)."""
+    return texts[0] if len(set(texts)) == 1 else f"{texts[0]} to {texts[-1]}"
+
+
 def canary_lines(report: Report, only: str | None = None) -> list[str]:
     """What the machine canary said, per machine (or on machine ``only``) and environment,
     and how many points it marked disturbed."""
     canary = report.canary
+    places: dict[tuple[str, str], list[tuple[str, str, str]]] = defaultdict(list)
+    for where in sorted(canary.levels):
+        if only is None or where[0] == only:
+            places[where[:2]].append(where)
     lines = []
-    for (machine, env), level in sorted(canary.levels.items()):
-        if only is not None and machine != only:
-            continue
+    for (machine, env), keys in places.items():
         readings = [r for r in canary.readings if (r.machine, r.env) == (machine, env)]
         slow = [r for r in readings if r.slow]
+        usual = _span([human(v, "seconds") for v in sorted(canary.levels[k] for k in keys)])
+        over = _span([percent(v - 1, 0) for v in sorted(canary.limits[k] for k in keys)])
         lines.append(f"machine canary on {machine}/{env}: {len(readings)} readings at "
-                     f"{human(level, 'seconds')} usually, {len(slow)} slow (over "
-                     f"+{percent(canary.limits[(machine, env)] - 1, 0)})"
+                     f"{len(keys)} place(s), usually {usual}, {len(slow)} slow (over +{over})"
                      + (f" at {', '.join(sorted({r.commit[:8] for r in slow}))}" if slow
                         else ""))
     disturbed = sum(len(c.disturbed) for c in report.checked
@@ -122,9 +130,9 @@ def to_json(report: Report) -> str:
         "status_text": c.status_text(),
     } for c in report.checked]
     canary = {
-        "levels": [{"machine": m, "env": e, "seconds": level,
-                    "slow_above": report.canary.limits[(m, e)]}
-                   for (m, e), level in sorted(report.canary.levels.items())],
+        "levels": [{"machine": m, "env": e, "benchmark": b, "seconds": level,
+                    "slow_above": report.canary.limits[(m, e, b)]}
+                   for (m, e, b), level in sorted(report.canary.levels.items())],
         "readings": [{"machine": r.machine, "env": r.env, "commit": r.commit,
                       "benchmark": r.benchmark, "seconds": r.value, "ratio": r.ratio,
                       "slow": r.slow} for r in report.canary.readings],
