@@ -52,4 +52,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check src benchmarks tests scripts
 
 clean:
-	rm -rf html html.partial html.old .asv
+	rm -rf html .asv

@@ -14,6 +14,7 @@ from torchpulse.results.project import Project
 from torchpulse.site import assets as site_assets
 from torchpulse.site import page as summary_page
 from torchpulse.site import publish, serve
+from torchpulse.site import target as publish_target
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,6 +29,11 @@ def project(tmp_path_factory):
 
 def run_publish(path: Path, *args: str) -> int:
     return main(["publish", "--config", str(path / "asv.conf.json"), *args])
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Scratch folders a publish left beside its target."""
+    return sorted(p.name for p in folder.iterdir() if ".publish-" in p.name or ".old-" in p.name)
 
 
 def tree(html: Path) -> dict[str, bytes]:
@@ -51,7 +57,8 @@ def test_publish_writes_a_self_contained_site(project, capsys):
     assert {a["benchmark"] for a in alerts["alerts"]} == {
         f"synthetic.Step.time_cv{c}_up20_d4" for c in (1, 2, 3)}
     assert "== 10 assets copied" in out and "site written to" in out
-    assert not (project / "html.partial").exists() and not (project / "html.old").exists()
+    assert (html / publish_target.MARKER).is_file()
+    assert leftovers(project) == []
 
 
 def test_asvs_regressions_tab_shows_torchpulses_verdicts(project, capsys):
@@ -107,7 +114,7 @@ def test_asv_failure_keeps_the_previous_site(project, capsys):
     assert run_publish(project, "no-such-branch..HEAD") == 2
     assert "asv publish failed" in capsys.readouterr().err
     assert tree(project / "html") == before
-    assert not (project / "html.partial").exists()
+    assert leftovers(project) == []
 
 
 def test_publish_bad_config_is_exit_2(tmp_path, capsys):
@@ -179,3 +186,86 @@ def test_serve_port_in_use(project):
 def test_url_and_loopback(host, url, loopback):
     assert serve.url_of(host, 8080) == url
     assert serve.is_loopback(host) is loopback
+
+
+def _everything(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.relative_to(root).parts[0] != "html"}
+
+
+@pytest.mark.parametrize("where, says", [
+    ("results", "overlaps the results folder"),
+    ("results/vm", "overlaps the results folder"),
+    (".", "would replace the project"),
+    ("..", "would replace the project"),
+    (".git", "overlaps the git repository"),
+    ("benchmarks", "overlaps the benchmarks folder"),
+    ("asv.conf.json", "overlaps the asv config"),
+])
+def test_publish_refuses_targets_that_would_destroy_the_project(project, where, says,
+                                                                capsys):
+    before = _everything(project)
+    capsys.readouterr()
+    assert run_publish(project, "--html-dir", str(project / where)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+    assert _everything(project) == before
+    assert leftovers(project) == [] and leftovers(project.parent) == []
+
+
+def test_publish_never_deletes_what_it_did_not_create(project, tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me\n")
+    assert run_publish(project, "--html-dir", str(mine)) == 2
+    assert "not a torchpulse site" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert run_publish(project, "--html-dir", str(a_file)) == 2
+    assert a_file.read_text() == "x"
+    # folders named like the old scratch folders are the user's, and stay
+    for name in ("html.old", "html.partial"):
+        (project / name).mkdir(exist_ok=True)
+        (project / name / "keep.txt").write_text(name)
+    assert run_publish(project) == 0
+    assert [(project / n / "keep.txt").read_text() for n in ("html.old", "html.partial")] == [
+        "html.old", "html.partial"]
+    # an empty folder, and a site an earlier torchpulse wrote (no marker), are replaced
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run_publish(project, "--html-dir", str(empty)) == 0
+    (empty / publish_target.MARKER).unlink()
+    assert run_publish(project, "--html-dir", str(empty)) == 0
+    assert (empty / publish_target.MARKER).is_file() and (empty / "vendor").is_dir()
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_the_new_site_takes_the_old_ones_place(tmp_path, monkeypatch, atomic):
+    if not atomic:  # a system without renameat2: two renames
+        monkeypatch.setattr(publish_target, "_exchange", lambda a, b: False)
+    old, new = tmp_path / "html", tmp_path / ".html.publish-x"
+    old.mkdir()
+    (old / "page").write_text("old")
+    new.mkdir()
+    (new / "page").write_text("new")
+    publish_target.put(new, old)
+    assert (old / "page").read_text() == "new" and (old / publish_target.MARKER).is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["html"]
+
+
+def test_concurrent_publishes_are_serialised(project):
+    """Two publishes at once: both succeed, one after the other, and the site is whole."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "torchpulse.cli", "publish", "--config",
+           str(project / "asv.conf.json")]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    html = project / "html"
+    assert (html / "vendor").is_dir() and (html / summary_page.PAGE).is_file()
+    assert site_assets.external_urls((html / "index.html").read_text()) == []
+    assert leftovers(project) == []

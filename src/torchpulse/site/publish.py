@@ -1,6 +1,7 @@
 """``asv publish``, made self-contained: asv builds the site into a scratch folder, the CDN
 assets are copied in, torchpulse's summary page is added and linked, and only then does the
-scratch folder replace html/ (a failure leaves the previous site as it was)."""
+scratch folder replace html/ in one step (a failure leaves the previous site as it was).
+Where a site may go, the lock and the swap: ``torchpulse.site.target``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from torchpulse.analysis.report import to_json
 from torchpulse.analysis.summary import Summary, build
 from torchpulse.errors import TorchpulseError
 from torchpulse.results.project import Project
-from torchpulse.site import assets, page, regressions
+from torchpulse.site import assets, page, regressions, target
 
 # asv's navigation bar (on every asv view, all in index.html) gets a link to our page.
 _NAV_ANCHOR = '<li id="nav-li-regressions"><a href="#/regressions">Regressions</a></li>'
@@ -61,33 +62,26 @@ def _write_summary(project: Project, out: Path) -> tuple[Summary | None, str | N
     return summary, None
 
 
-def _swap(new: Path, target: Path) -> None:
-    """Put ``new`` where ``target`` is, removing the old site only once the new is there."""
-    old = target.with_name(target.name + ".old")
-    if old.exists():
-        shutil.rmtree(old)
-    if target.exists():
-        target.rename(old)
-    new.rename(target)
-    if old.exists():
-        shutil.rmtree(old)
-
-
 def publish(project: Project, node_modules: Path, *,
             range_spec: str | None = None, pull: bool = True,
             progress: Callable[[str], None] = print) -> Path:
     """Publish ``project``'s site into its html directory, which it returns."""
     assets.check(node_modules)  # a missing asset stops us before anything changes
-    target = project.html_dir
-    scratch = target.with_name(target.name + ".partial")
-    if scratch.exists():
-        shutil.rmtree(scratch)
+    html = target.check(project, project.html_dir)
+    with target.locked(html):
+        target.check(project, project.html_dir)  # again: what the lock waited for changed it
+        return _publish(project, node_modules, html, range_spec, pull, progress)
+
+
+def _publish(project: Project, node_modules: Path, html: Path, range_spec: str | None,
+             pull: bool, progress: Callable[[str], None]) -> Path:
+    scratch = target.scratch(html)
     try:
         progress("== asv publish")
         _asv_publish(project.config, scratch, range_spec, pull)
         vendored = assets.vendor(scratch, node_modules)
         same = sum(v.identical for v in vendored)
-        progress(f"== {len(vendored)} assets copied into {target.name}/{assets.VENDOR_DIR}"
+        progress(f"== {len(vendored)} assets copied into {html.name}/{assets.VENDOR_DIR}"
                  f" ({same} byte-identical to what asv's page asks for, "
                  f"{len(vendored) - same} from npm with their own integrity hash)")
         add_nav_link(scratch / "index.html")
@@ -103,9 +97,9 @@ def publish(project: Project, node_modules: Path, *,
                      f"{len(summary.report.alerts)} active regression(s)")
         else:
             progress(f"== summary page {page.PAGE}: not built ({error})")
-        _swap(scratch, target)
+        target.put(scratch, html)
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    return target
+    return html
 

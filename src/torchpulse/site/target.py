@@ -1,0 +1,140 @@
+"""Where a site may be published, and putting it there.
+
+A publish replaces its target folder, so the target is checked first: it may not be, contain
+or lie inside what the project keeps (results, benchmarks, asv's environments, the git
+repository), may not be the project or the repository itself, and an existing target must be
+a site torchpulse published (its marker file, or the pages an earlier torchpulse wrote) or
+empty. The new site is built in a scratch folder of its own, publishes to one target are
+serialised by a lock on its parent folder, and the new site takes the old one's place in one
+atomic step (Linux's renameat2 RENAME_EXCHANGE; two renames where that is unavailable).
+Nothing is deleted that the publish did not create or check to be a torchpulse site.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from torchpulse.errors import TorchpulseError
+from torchpulse.results.project import Project
+
+MARKER = ".torchpulse-site"  # written into every site torchpulse publishes
+# what a site published before the marker existed holds
+_EARLIER_SITE = ("index.html", "torchpulse.html")
+_RENAME_EXCHANGE = 2
+
+
+class TargetError(TorchpulseError, ValueError):
+    """An html target that publishing would damage."""
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _kept(project: Project) -> list[tuple[str, Path]]:
+    """What the project keeps, which a site may neither replace nor hold."""
+    root = project.root.resolve()
+    kept = [("the results folder", project.results_dir),
+            ("the benchmarks folder", root / str(project.settings.get("benchmark_dir")
+                                                 or "benchmarks")),
+            ("asv's environments", root / str(project.settings.get("env_dir") or "env")),
+            ("the asv config", project.config)]
+    if not project.is_remote:
+        repo = (root / project.repo_setting).resolve()
+        kept.append(("the git repository", repo / ".git"))
+    return [(what, path.resolve()) for what, path in kept]
+
+
+def check(project: Project, target: Path) -> Path:
+    """``target``, resolved, when a site may be published there; TargetError otherwise."""
+    where = target.resolve()
+    roots = [("the project", project.root.resolve())]
+    if not project.is_remote:
+        roots.append(("the git repository", (project.root / project.repo_setting).resolve()))
+    for what, root in roots:
+        if _inside(root, where):
+            raise TargetError(f"--html-dir {target}: publishing there would replace {what} "
+                              f"({root}); choose a folder of its own")
+    for what, path in _kept(project):
+        if _inside(where, path) or _inside(path, where):
+            raise TargetError(f"--html-dir {target}: overlaps {what} ({path}); choose a "
+                              "folder of its own")
+    if where.exists() or where.is_symlink():
+        if not where.is_dir():
+            raise TargetError(f"--html-dir {target}: exists and is not a folder")
+        if not is_site(where):
+            raise TargetError(f"--html-dir {target}: holds files that are not a torchpulse "
+                              "site; publish into an empty or new folder")
+    return where
+
+
+def is_site(folder: Path) -> bool:
+    """Whether ``folder`` may be replaced: empty, or a site torchpulse published."""
+    if (folder / MARKER).is_file():
+        return True
+    if all((folder / name).is_file() for name in _EARLIER_SITE):
+        return True
+    return not any(folder.iterdir())
+
+
+@contextmanager
+def locked(target: Path) -> Iterator[None]:
+    """Exclusive while publishing to ``target``: a flock on its parent folder (no lock file
+    left behind). A second publish waits for the first."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def scratch(target: Path) -> Path:
+    """A new, uniquely named folder beside ``target`` to build the site in."""
+    return Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.publish-"))
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders atomically; False where the system cannot."""
+    libc_name = ctypes.util.find_library("c")
+    if libc_name is None:
+        return False
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd = -100
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(a))
+
+
+def put(new: Path, target: Path) -> None:
+    """Put the complete site ``new`` at ``target`` (checked, and locked by the caller), then
+    remove the site it replaced."""
+    (new / MARKER).write_text("published by torchpulse: `torchpulse publish` replaces this "
+                              "folder\n", encoding="utf-8")
+    if not target.exists():
+        new.rename(target)
+        return
+    if _exchange(new, target):
+        shutil.rmtree(new)  # now the old site
+        return
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+    target.rename(old / "site")
+    new.rename(target)
+    shutil.rmtree(old)
