@@ -269,3 +269,67 @@ def test_concurrent_publishes_are_serialised(project):
     assert (html / "vendor").is_dir() and (html / summary_page.PAGE).is_file()
     assert site_assets.external_urls((html / "index.html").read_text()) == []
     assert leftovers(project) == []
+
+
+@pytest.fixture
+def hostile_site(tmp_path):
+    """A site with a folder, and links that lead out of it to a secret."""
+    html, outside = tmp_path / "html", tmp_path / "outside"
+    (html / "graphs").mkdir(parents=True)
+    outside.mkdir()
+    (html / "index.html").write_text("<html>site</html>")
+    (html / "graphs" / "a.json").write_text("{}")
+    (outside / "secret.txt").write_text("secret")
+    (html / "escape").symlink_to(outside, target_is_directory=True)
+    (html / "link.txt").symlink_to(outside / "secret.txt")
+    server = serving(html)
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _get(server, path: str) -> tuple[int, bytes]:
+    import http.client
+
+    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=60)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("path", ["/graphs/", "/escape/secret.txt", "/link.txt",
+                                  "/index.html%00.txt", "/../outside/secret.txt",
+                                  "/%2e%2e/outside/secret.txt", "/escape/"])
+def test_serve_keeps_to_the_site(hostile_site, path, capsys):
+    status, body = _get(hostile_site, path)
+    assert status == 404 and b"secret" not in body
+    assert _get(hostile_site, "/graphs/a.json") == (200, b"{}")  # and it still serves
+    assert _get(hostile_site, "/")[0] == 200
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_serve_bounds_connections_and_closes_idle_ones(tmp_path, monkeypatch):
+    import socket
+    import time
+
+    monkeypatch.setattr(serve, "MAX_CONNECTIONS", 2)
+    monkeypatch.setattr(serve._Handler, "timeout", 1.0)
+    (tmp_path / "index.html").write_text("<html>site</html>")
+    server = serving(tmp_path)
+    before = threading.active_count()
+    idle = [socket.create_connection(server.server_address[:2], timeout=60) for _ in range(5)]
+    try:
+        deadline = time.monotonic() + 60
+        while threading.active_count() < before + 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert threading.active_count() - before <= 2  # the others wait to be accepted
+        # every idle connection is closed by the server in the end (EOF), none hangs
+        assert [s.recv(1) for s in idle] == [b""] * 5
+    finally:
+        for s in idle:
+            s.close()
+        server.shutdown()
+        server.server_close()

@@ -1,13 +1,19 @@
 """Serve the published site over HTTP (asv's pages need HTTP; file:// does not work), bound
-to loopback unless asked otherwise (``asv preview`` listens on every interface)."""
+to loopback unless asked otherwise (``asv preview`` listens on every interface).
+
+Only files inside the site are served: no folder listings, no link that leads out of it, no
+path with a NUL byte; at most MAX_CONNECTIONS connections are served at once and an idle one
+is closed after IDLE_SECONDS."""
 
 from __future__ import annotations
 
 import functools
 import ipaddress
+import os
 import socket
 import socketserver
 import sys
+import threading
 from collections.abc import Callable
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,6 +22,8 @@ from torchpulse.errors import TorchpulseError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
+MAX_CONNECTIONS = 32
+IDLE_SECONDS = 30.0
 
 
 class ServeError(TorchpulseError, RuntimeError):
@@ -23,8 +31,32 @@ class ServeError(TorchpulseError, RuntimeError):
 
 
 class _Handler(SimpleHTTPRequestHandler):
+    timeout = IDLE_SECONDS  # an idle keep-alive connection is closed, not held forever
+
     def log_message(self, format: str, *args: object) -> None:
-        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+        # the request line is the client's: printable ASCII only reaches the terminal
+        line = (format % args).encode("ascii", "backslashreplace").decode("ascii")
+        line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+        sys.stderr.write(f"{self.address_string()} {line}\n")
+
+    def send_head(self):  # noqa: ANN201 (http.server's signature)
+        path = self.translate_path(self.path)
+        root = os.path.realpath(self.directory)
+        if "\x00" in path or not _within(os.path.realpath(path), root):
+            self.send_error(404, "File not found")
+            return None
+        if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "index.html")):
+            self.send_error(404, "File not found")  # no folder listings
+            return None
+        return super().send_head()
+
+    def list_directory(self, path):  # noqa: ANN001, ANN201
+        self.send_error(404, "File not found")
+        return None
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 class _Server(ThreadingHTTPServer):
@@ -32,7 +64,22 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], handler: Callable[..., object]) -> None:
         self.address_family = _family(address[0])
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__(address, handler)
+
+    def process_request(self, request, client_address) -> None:  # noqa: ANN001
+        self._slots.acquire()  # the accept loop waits while every slot is busy
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:  # noqa: ANN001
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind looks up the host's FQDN, which can stall without DNS
