@@ -1,11 +1,13 @@
 """Writing files all or nothing: the content goes to a temporary file beside the target, which
 is flushed and then renamed over it, so a reader sees the old file or the new one, never half
-of one. Standard library only."""
+of one. The file keeps the mode it had, or gets the user's usual one (0666 less the umask).
+Standard library only."""
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +19,7 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
+        os.chmod(tmp, _mode_for(path))  # mkstemp's 0600 is for its own secrecy, not ours
         write(Path(tmp))
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
@@ -24,6 +27,32 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def write_text_to(path: Path, text: str) -> None:
+    """``text`` into what ``path`` names: through a symlink to its target, straight into a
+    FIFO or a device (nothing to rename over there), all or nothing into a regular file."""
+    real = Path(os.path.realpath(path))
+    try:
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise IsADirectoryError(21, "Is a directory", str(path))
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(real, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    write_text_atomically(real, text)
 
 
 def write_text_atomically(path: Path, text: str) -> None:

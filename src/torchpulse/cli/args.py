@@ -133,14 +133,15 @@ def project(args: argparse.Namespace) -> Project:
 
 
 def write_output(text: str, output: str | None) -> None:
-    """``text`` to stdout, or all or nothing to the file ``output``."""
+    """``text`` to stdout, or to what ``output`` names: all or nothing into a regular file
+    (through a symlink to its target), straight into a FIFO or a device."""
     if output is None:
         sys.stdout.write(text)
         return
-    from torchpulse.files import write_text_atomically
+    from torchpulse.files import write_text_to
 
     try:
-        write_text_atomically(Path(output), text)
+        write_text_to(Path(output), text)
     except OSError as exc:
         raise UsageError(f"{output}: cannot write ({exc.strerror or exc})") from None
 
