@@ -3,6 +3,7 @@ json (the contract other tools read) and github (workflow annotation lines)."""
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from collections import defaultdict
@@ -40,6 +41,22 @@ def change(alert: Alert) -> str:
     if not alert.before:
         return f"+{human(alert.after - alert.before, alert.unit)}"
     return f"{(alert.ratio - 1) * 100:+.1f}%"
+
+
+def printable(text: str) -> str:
+    """Control characters (terminal escape sequences among them) as visible escapes: names
+    come from results files, which anyone may have written."""
+    return "".join(c if c.isprintable() or c == "\n" else ascii(c)[1:-1] for c in text)
+
+
+_MD_SPECIAL = "\\`*_{}[]()#+-.!|~"
+
+
+def _md(text: str) -> str:
+    """Text for a markdown cell: HTML escaped, markdown punctuation and table pipes
+    backslash-escaped, so a name renders as itself and never as markup."""
+    text = html.escape(printable(text), quote=False)
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in text)
 
 
 def _p(alert: Alert) -> str:
@@ -167,7 +184,7 @@ def to_text(report: Report) -> str:
     if report.off_branch_files:
         lines.append(f"note: {report.off_branch_files} results file(s) are for commits "
                      "not on the branch's first-parent history and were left out")
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def to_markdown(report: Report) -> str:
@@ -185,27 +202,31 @@ def to_markdown(report: Report) -> str:
                   "|---|---|---:|---:|---:|---:|---|"]
         for a in alerts:
             culprits = ", ".join(f"`{c[:12]}`" for c in a.culprits)
-            lines.append(f"| `{_name(a)}` | {a.key.machine} / {a.key.env} | "
+            lines.append(f"| {_md(_name(a))} | {_md(a.key.machine)} / {_md(a.key.env)} | "
                          f"{human(a.before, a.unit)} | {human(a.after, a.unit)} | "
                          f"{change(a)}{' (noisy series)' if a.noisy else ''} | {_p(a)} | "
                          f"{culprits} |")
         lines.append("")
     if not report.alerts:
         lines += ["No regression is active at the newest commit.", ""]
-    lines += [*(f"{line}." for line in canary_lines(report)), ""] if report.canary.levels else []
+    if report.canary.levels:
+        lines += [*(f"{_md(line)}." for line in canary_lines(report)), ""]
     lines += ["<details><summary>Noise: "
               f"{report.count(UNSTABLE)} of {report.series_count} series unstable, "
               f"{report.count(TOO_FEW)} with too few commits</summary>", "",
               "| series | cv | within-run cv | min. detectable step | status |",
               "|---|---:|---:|---:|---|"]
-    lines += ["| " + " | ".join(row) + " |" for row in map(_noise_line, _noisiest(report))]
+    lines += ["| " + " | ".join(map(_md, row)) + " |"
+              for row in map(_noise_line, _noisiest(report))]
     lines += ["", "</details>", ""]
     return "\n".join(lines)
 
 
 def _escape(text: str) -> str:
-    """GitHub workflow-command data: %, CR and LF must be escaped."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """GitHub workflow-command data: %, CR and LF must be escaped; other control
+    characters are shown as escapes (the line lands in a terminal-like log)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text)
 
 
 def to_github(report: Report) -> str:
