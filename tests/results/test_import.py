@@ -114,6 +114,13 @@ def test_existing_value_needs_replace_and_nothing_changes_without(project, tmp_p
     ("pytest-benchmark", "{"),
     ("dynamo-csv", "dev,name\n"),
     ("autograd-md", "| model | task | mean | var |\n| <b>x</b> | vjp | 1 | 0 |\n"),
+    # values that would be stored as infinity, 0.0 or a denormal, or overflow a float
+    ("dynamo-csv", "dev,name,batch_size,speedup,abs_latency,compilation_latency,"
+                   "compression_ratio\ncpu,m,1,1e-320,1.0,1.0,1.0\n"),
+    ("oss", '{"lstm": {"cudnn": 5e-324}}'),
+    ("oss", '{"lstm": {"cudnn": 1' + "0" * 400 + "}}"),
+    ("dynamo-csv", "dev,name,batch_size,speedup,abs_latency,compilation_latency,"
+                   "compression_ratio\ncpu,m,1,1.0,1e-14,1.0,1.0\n"),
 ])
 def test_malformed_files_exit_2_and_leave_results_unchanged(project, tmp_path, capsys, fmt,
                                                             text):
@@ -255,3 +262,21 @@ def test_ci_script_defaults_commit_and_machine(project, tmp_path):
     bad = subprocess.run([str(local / "scripts" / "import-results"), "oss", "nope.json"],
                          env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "nope.json: no such file" in bad.stderr
+
+
+@pytest.mark.parametrize("info, says", [
+    ({"cpu": "<img src=x onerror=alert(1)>"}, "without < > &"),
+    ({"os": "Linux\x1b[2J"}, "printable"),
+    ({"cpu": "x" * 100_000}, "at most 200"),
+    ({"num_cpu": 10**400}, "more than 200 digits"),
+])
+def test_machine_info_that_would_break_or_script_the_site_is_refused(project, tmp_path,
+                                                                      capsys, info, says):
+    path = tmp_path / "machine.json"
+    path.write_text(json.dumps(info))
+    before = project.tree_bytes()
+    capsys.readouterr()
+    assert _import(project, "oss", DATA / "oss.json", extra=["--machine-info", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err
+    assert project.tree_bytes() == before

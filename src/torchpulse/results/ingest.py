@@ -50,7 +50,9 @@ def parse_files(fmt: str, files: Sequence[Path], unit: str | None = None
             raise InputError(f"{path}: no such file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: cannot read ({exc})") from None
-        records += parse(path, text, scale, notes)
+        parsed = parse(path, text, scale, notes)
+        importers.check_records(parsed, str(path))
+        records += parsed
     return records, notes
 
 

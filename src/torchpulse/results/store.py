@@ -78,6 +78,12 @@ def placeholder_machine(name: str) -> dict[str, object]:
     return info
 
 
+# what a machine field may hold: asv renders machine details as HTML (on hover in its
+# graphs), and publish reads them on every run
+MACHINE_VALUE_MAX = 200
+MACHINE_VALUE = re.compile(rf"[^<>&\"'`\x00-\x1f\x7f-\x9f]{{0,{MACHINE_VALUE_MAX}}}")
+
+
 def validate_machine_info(name: str, info: object, source: str) -> dict[str, object]:
     if not isinstance(info, dict):
         raise StoreError(f"{source}: machine info must be a JSON object")
@@ -93,8 +99,20 @@ def validate_machine_info(name: str, info: object, source: str) -> dict[str, obj
             value = info[key]
             if not isinstance(value, (str, int)) or isinstance(value, bool):
                 raise StoreError(f"{source}: machine field {key!r} must be a string")
-            result[key] = str(value)
+            text = value if isinstance(value, str) else _short_int(value, source, key)
+            if not MACHINE_VALUE.fullmatch(text):
+                raise StoreError(f"{source}: machine field {key!r} must be at most "
+                                 f"{MACHINE_VALUE_MAX} printable characters without "
+                                 "< > & \" ' ` (asv shows them as HTML)")
+            result[key] = text
     return result
+
+
+def _short_int(value: int, source: str, key: str) -> str:
+    if not -10**MACHINE_VALUE_MAX < value < 10**MACHINE_VALUE_MAX:
+        raise StoreError(f"{source}: machine field {key!r} is a number of more than "
+                         f"{MACHINE_VALUE_MAX} digits")
+    return str(value)
 
 
 def machine_for_import(results_dir: Path, name: str,

@@ -21,6 +21,13 @@ class InputError(TorchpulseError, ValueError):
     """A malformed foreign file; the message names the file (and line)."""
 
 
+# Every stored value that is not zero lies within this range, in its unit (seconds, bytes,
+# ratios): beyond it a value is a unit mistake or a parse accident, and asv's step detection
+# at publish time grows without bound on an infinite or denormal number.
+MIN_VALUE = 1e-15
+MAX_VALUE = 1e15
+
+
 @dataclass(frozen=True)
 class Record:
     stub: str  # key of torchpulse.external.STUBS
@@ -47,13 +54,35 @@ def number(value: object, place: str, what: str, allow_zero: bool = False,
             value = float(value.strip())
         except ValueError:
             raise InputError(f"{place}: {what} is not a number: {value!r}") from None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise InputError(f"{place}: {what} is out of range: {str(value)[:20]}...") from None
     if not math.isfinite(value):
         raise InputError(f"{place}: {what} is not finite: {value!r}")
     if value < 0 or (value == 0 and not allow_zero):
         bound = "negative" if value < 0 else "zero"
         raise InputError(f"{place}: {what} is {bound}: {value!r}")
+    in_range(value, place, what)
     return value
+
+
+def in_range(value: float, place: str, what: str) -> float:
+    """``value`` when it is zero or within MIN_VALUE..MAX_VALUE; InputError otherwise."""
+    if value != 0 and not MIN_VALUE <= abs(value) <= MAX_VALUE:
+        raise InputError(f"{place}: {what} {value!r} is out of range (non-zero values lie "
+                         f"between {MIN_VALUE:g} and {MAX_VALUE:g} in their unit)")
+    return value
+
+
+def check_records(records: list[Record], place: str) -> None:
+    """Every value a parser derived (reciprocals, unit conversions) is in range too."""
+    for r in records:
+        for v in (r.value, *r.samples):
+            if not math.isfinite(v) or v < 0:
+                raise InputError(f"{place}: {r.stub}.{r.method}{list(r.params)} would be "
+                                 f"stored as {v!r}")
+            in_range(v, place, f"{r.stub}.{r.method}{list(r.params)} (as stored)")
 
 
 def param(value: object, place: str, what: str) -> str:
