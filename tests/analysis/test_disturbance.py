@@ -3,6 +3,7 @@ the reports and the summary page make of those points."""
 
 import datetime
 import json
+import re
 
 import pytest
 from asv.results import Results
@@ -197,3 +198,41 @@ def test_alert_json_and_page_say_the_same(tmp_path, capsys, slow):
     assert (f"machine canary on {synthetic.MACHINE}/{synthetic.ENV}: 18 readings at 2 "
             "place(s), usually 17 ms, ") in text
     assert ("4 slow (over +25%) at " in text) == slow, text
+
+
+def test_remeasure_names_the_disturbed_commits_benchmarks_and_canaries():
+    readings = canary([LEVEL, LEVEL, LEVEL * 2.0, LEVEL, LEVEL * 2.0, LEVEL],
+                      [0, 100, 200, 300, 400, 500])
+    lstm = workload([0.01] * 6, [50, 150, 250, 350, 450, 550])
+    resnet = workload([0.01] * 6, [60, 160, 260, 360, 460, 560],
+                      name="bench_cnns.ResNet.time_backward")
+    flagged, _ = disturbance.assess([readings, lstm, resnet])
+    order = {f"c{i}": i for i in range(6)}
+    plan = disturbance.remeasure(flagged, order)
+    assert plan.commits == ("c1", "c2", "c3", "c4")
+    assert plan.benchmarks == ("bench_cnns.ResNet.time_backward",
+                               "bench_rnns.LSTM.time_forward")
+    regex = re.compile(plan.bench_regex())
+    chosen = {"_canary.MachineCanary.time_reference", "bench_rnns.MachineCanary.time_reference",
+              "bench_cnns.MachineCanary.time_reference", "bench_rnns.LSTM.time_forward",
+              "bench_rnns.LSTM.time_forward('aten')", "bench_cnns.ResNet.time_backward"}
+    left = {"bench_compile.MachineCanary.time_reference", "bench_rnns.LSTM.time_backward",
+            "bench_compile.CompileZoo.track_failure_rate", "external.bench_x.time_forward"}
+    assert all(regex.search(n) for n in chosen) and not any(regex.search(n) for n in left)
+    assert disturbance.remeasure(flagged, order, {"c3", "c5"}).commits == ("c3",)
+    quiet, _ = disturbance.assess([canary([LEVEL] * 6, range(0, 600, 100)), lstm])
+    assert disturbance.remeasure(quiet, order).commits == ()
+
+
+def test_disturbed_command_writes_the_hashfile(tmp_path, capsys):
+    shas = _timed_project(tmp_path, slow=True)
+    hashfile = tmp_path / "disturbed.txt"
+    code = exit_code(["disturbed", "--config", str(tmp_path / "asv.conf.json"), "--hashfile",
+                      str(hashfile)])
+    out, err = capsys.readouterr()
+    assert code == 0 and hashfile.read_text().split() == shas[-2:]
+    assert re.compile(out.strip()).search("bench_rnns.LSTM.time_forward")
+    assert "2 commit(s)" in err
+    assert exit_code(["disturbed", "--config", str(tmp_path / "asv.conf.json"), "--hashfile",
+                      str(hashfile), "--newest", "1"]) == 0
+    assert hashfile.read_text().split() == shas[-1:]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,3 +132,36 @@ def _disturbed(point: Point, readings: list[Reading], starts: list[float]) -> bo
     if after < len(readings) and starts[after] - end <= reach:
         near.append(readings[after])
     return any(r.slow for r in near)
+
+
+@dataclass(frozen=True)
+class Remeasure:
+    """What to measure again: the commits with a disturbed point, and the benchmarks
+    disturbed at any of them (full asv names)."""
+
+    commits: tuple[str, ...]  # oldest first
+    benchmarks: tuple[str, ...]
+
+    def bench_regex(self) -> str:
+        """An ``asv run --bench`` expression for those benchmarks and the canaries around
+        them: the one opening each commit, and those of the suite modules concerned (the
+        compile zoo's only when a compile benchmark is disturbed, since it brings the zoo's
+        setup_cache with it)."""
+        modules = sorted({name.split(".", 1)[0] for name in self.benchmarks})
+        names = [*self.benchmarks, "_canary." + CANARY_METHOD,
+                 *(f"{module}.{CANARY_METHOD}" for module in modules)]
+        return "^(?:" + "|".join(re.escape(n) for n in sorted(set(names))) + ")"
+
+
+def remeasure(series: list[Series], order: dict[str, int],
+              commits: set[str] | None = None) -> Remeasure:
+    """The commits (among ``commits``, default all) where ``series`` hold disturbed points,
+    ordered by ``order`` (a commit's position in the history), and the benchmarks to run."""
+    found: set[str] = set()
+    names: set[str] = set()
+    for s in series:
+        for p in s.points:
+            if p.disturbed and (commits is None or p.commit in commits):
+                found.add(p.commit)
+                names.add(s.key.benchmark)
+    return Remeasure(tuple(sorted(found, key=order.__getitem__)), tuple(sorted(names)))

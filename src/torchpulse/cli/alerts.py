@@ -1,5 +1,5 @@
-"""`torchpulse alert | evaluate-detection`: regressions found in the results
-(torchpulse.analysis)."""
+"""`torchpulse alert | disturbed | evaluate-detection`: regressions found in the results, and
+what was measured on a disturbed machine (torchpulse.analysis)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_THRESHOLD, FORMA
 from torchpulse.cli.args import (
     EXIT_FAILED,
     EXIT_OK,
+    UsageError,
     add_config,
     add_machine,
     add_output,
@@ -37,6 +38,28 @@ def cmd_alert(args: argparse.Namespace) -> int:
                       f"{found.series_count} series; report written to {args.output}")
     regressions = [a for a in found.alerts if a.direction == "regression"]
     return EXIT_FAILED if regressions and not args.history else EXIT_OK
+
+
+def cmd_disturbed(args: argparse.Namespace) -> int:
+    from torchpulse.analysis import alert, disturbance
+    from torchpulse.files import write_text_atomically
+
+    proj = project(args)
+    found = alert.run(proj, machine=args.machine, branch=args.branch)
+    history = proj.history(args.branch)
+    newest = set(history.commits[-args.newest:]) if args.newest else None
+    plan = disturbance.remeasure([c.series for c in found.checked], history.position, newest)
+    if args.hashfile:
+        try:
+            write_text_atomically(Path(args.hashfile), "".join(f"{c}\n" for c in plan.commits))
+        except OSError as exc:
+            raise UsageError(f"{args.hashfile}: cannot write ({exc.strerror or exc})") from None
+    if plan.commits:
+        print(plan.bench_regex())
+        note("disturbed", f"{len(plan.commits)} commit(s) with {len(plan.benchmarks)} "
+                          "benchmark(s) measured on a disturbed machine: "
+                          + ", ".join(c[:8] for c in plan.commits))
+    return EXIT_OK
 
 
 def cmd_evaluate_detection(args: argparse.Namespace) -> int:
@@ -84,6 +107,24 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="significance of a change point within a series, and the false-"
                    f"discovery rate across series (default: {DEFAULT_ALPHA})")
     p.set_defaults(func=cmd_alert)
+
+    p = sub.add_parser(
+        "disturbed", help="what to measure again: commits measured on a disturbed machine",
+        description="Print the asv --bench expression that re-measures the benchmarks the "
+        "machine canary marked disturbed (with the canaries around them), and write their "
+        "commits to --hashfile for `asv run HASHFILE:FILE`. Prints nothing, and writes an "
+        "empty file, when nothing was disturbed. make dashboard uses it to re-measure once.",
+    )
+    add_config(p, "the repository, its branches, the results directory")
+    add_results_dir(p)
+    add_machine(p, "only this asv machine (default: every machine)")
+    p.add_argument("--branch", help="branch whose first-parent history orders the commits "
+                   "(default: the config's first branch)")
+    p.add_argument("--newest", type=positive_int, metavar="N",
+                   help="only the newest N commits of the branch (default: all)")
+    p.add_argument("--hashfile", metavar="FILE", help="write the commits here, one full sha "
+                   "a line")
+    p.set_defaults(func=cmd_disturbed)
 
     p = sub.add_parser(
         "evaluate-detection", help="measure how well alerts find planted regressions",
