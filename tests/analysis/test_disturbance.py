@@ -214,12 +214,14 @@ def test_remeasure_names_the_disturbed_commits_benchmarks_and_canaries():
                                "bench_rnns.LSTM.time_forward")
     regex = re.compile(plan.bench_regex())
     chosen = {"_canary.MachineCanary.time_reference", "bench_rnns.MachineCanary.time_reference",
-              "bench_cnns.MachineCanary.time_reference", "bench_rnns.LSTM.time_forward",
+              "bench_autograd.MachineCanary.time_reference", "bench_rnns.LSTM.time_forward",
               "bench_rnns.LSTM.time_forward('aten')", "bench_cnns.ResNet.time_backward"}
     left = {"bench_compile.MachineCanary.time_reference", "bench_rnns.LSTM.time_backward",
             "bench_compile.CompileZoo.track_failure_rate", "external.bench_x.time_forward"}
     assert all(regex.search(n) for n in chosen) and not any(regex.search(n) for n in left)
     assert disturbance.remeasure(flagged, order, {"c3", "c5"}).commits == ("c3",)
+    zoo = disturbance.Remeasure(("c1",), ("bench_compile.CompiledModel.track_step_time",))
+    assert re.search(zoo.bench_regex(), "bench_compile.MachineCanary.time_reference")
     quiet, _ = disturbance.assess([canary([LEVEL] * 6, range(0, 600, 100)), lstm])
     assert disturbance.remeasure(quiet, order).commits == ()
 

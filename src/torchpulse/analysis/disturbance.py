@@ -40,6 +40,7 @@ from torchpulse.analysis.detect import MAD_TO_SD, Point
 from torchpulse.analysis.series import Series
 
 CANARY_METHOD = "MachineCanary.time_reference"  # the canary's benchmark, in any suite module
+ZOO_SUITE = "bench_compile"  # its benchmarks share a setup_cache that compiles the zoo
 SLOW_RATIO = 1.25
 SLOW_SIGMAS = 4.0
 REACH_S = 600.0
@@ -143,14 +144,15 @@ class Remeasure:
     benchmarks: tuple[str, ...]
 
     def bench_regex(self) -> str:
-        """An ``asv run --bench`` expression for those benchmarks and the canaries around
-        them: the one opening each commit, and those of the suite modules concerned (the
-        compile zoo's only when a compile benchmark is disturbed, since it brings the zoo's
-        setup_cache with it)."""
-        modules = sorted({name.split(".", 1)[0] for name in self.benchmarks})
-        names = [*self.benchmarks, "_canary." + CANARY_METHOD,
-                 *(f"{module}.{CANARY_METHOD}" for module in modules)]
-        return "^(?:" + "|".join(re.escape(n) for n in sorted(set(names))) + ")"
+        """An ``asv run --bench`` expression for those benchmarks and every canary, so the
+        new points get readings of their own around them; the compile zoo's canary only when
+        a compile benchmark is disturbed, since it brings the zoo's setup_cache (minutes)
+        with it."""
+        zoo = any(name.startswith(ZOO_SUITE + ".") for name in self.benchmarks)
+        canaries = (r"\w+" if zoo else rf"(?!{ZOO_SUITE}\.)\w+") + re.escape(
+            "." + CANARY_METHOD)
+        names = [re.escape(n) for n in self.benchmarks]
+        return "^(?:" + "|".join([*names, canaries]) + ")"
 
 
 def remeasure(series: list[Series], order: dict[str, int],
