@@ -19,11 +19,12 @@ COMMITS = $(shell git rev-list --count --first-parent HEAD)
 
 venv: $(STAMP) $(ASSETS)
 
-# Reinstall when the package metadata changes; torch==2.13.0 is the offline CPU build.
-$(STAMP): pyproject.toml
+# Reinstall when the package metadata or the pins change; constraints.txt pins torch to the
+# offline CPU build (the package itself only asks for a lower bound).
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	@touch $@
 
 $(ASSETS): package.json package-lock.json

@@ -1,0 +1,37 @@
+"""The package asks for torch without pinning it; this project's machines pin it in one place
+(constraints.txt), which asv's environments agree with."""
+
+import json
+import re
+from importlib.metadata import requires
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            req = Requirement(line)
+            pins[req.name] = str(req.specifier)
+    return pins
+
+
+def test_installed_metadata_has_a_torch_lower_bound_and_no_pin():
+    torch = [Requirement(r) for r in requires("torchpulse") or []
+             if Requirement(r).name == "torch"]
+    assert len(torch) == 1
+    operators = {spec.operator for spec in torch[0].specifier}
+    assert operators == {">="}, torch[0]
+
+
+def test_constraints_pin_torch_and_asv_environments_agree():
+    assert _pins()["torch"] == "==2.13.0"
+    text = (ROOT / "asv.conf.json").read_text()
+    conf = json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
+    assert "==" + conf["matrix"]["req"]["torch"] == _pins()["torch"]
+    assert "-c constraints.txt" in (ROOT / "Makefile").read_text()
