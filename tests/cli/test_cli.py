@@ -37,7 +37,8 @@ def commands() -> list[list[str]]:
 def test_every_command_is_listed():
     names = {c[0] for c in commands()}
     assert names == {"check", "runners", "bench", "profile", "import", "merge", "alert",
-                     "evaluate-detection", "publish", "serve", "autograd", "dynamo"}
+                     "disturbed", "evaluate-detection", "publish", "serve", "autograd",
+                     "dynamo"}
     assert ["autograd", "compare"] in commands()
 
 
