@@ -280,3 +280,41 @@ def test_machine_info_that_would_break_or_script_the_site_is_refused(project, tm
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err
     assert project.tree_bytes() == before
+
+
+def test_an_interrupted_import_is_completed_by_running_it_again(project, capsys):
+    """A kill between the results file and benchmarks.json (simulated: benchmarks.json as
+    it was before) leaves values without their declaration; the same import again is no
+    conflict, and declares them."""
+    assert _import(project, "oss", DATA / "oss.json", commit=project.main[0]) == 0
+    declared = json.loads((project.results / "benchmarks.json").read_text())
+    assert FWD in declared
+    (project.results / "benchmarks.json").write_text(json.dumps({"version": 2}))
+    capsys.readouterr()
+    assert _import(project, "oss", DATA / "oss.json", commit=project.main[0]) == 0
+    assert "already stored as they are" in capsys.readouterr().out
+    assert json.loads((project.results / "benchmarks.json").read_text()) == declared
+
+
+def test_a_failed_write_leaves_every_file_as_it_was(project, tmp_path, monkeypatch, capsys):
+    """The disk fills up while benchmarks.json is written: the results file and the new
+    machine's machine.json written before it are taken back."""
+    assert _import(project, "oss", DATA / "oss.json") == 0
+    before = project.tree_bytes()
+
+    def full_disk(results_dir):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "update_benchmarks_json", full_disk)
+    info = tmp_path / "machine.json"
+    info.write_text(json.dumps({"cpu": "EPYC"}))
+    capsys.readouterr()
+    assert main(["import", "pep", str(DATA / "pep.log"), "--config", str(project.conf),
+                 "--commit", project.main[1], "--machine", "fresh", "--machine-info",
+                 str(info)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err
+    assert "nothing was imported" in err
+    assert project.tree_bytes() == before
+    assert not (project.results / "fresh").exists() or not any(
+        (project.results / "fresh").iterdir())

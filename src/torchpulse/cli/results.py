@@ -29,8 +29,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     for line in done.notes:
         note("import", f"note: {line}")
     s = done.summary
-    print(f"imported {s.added + s.replaced} values ({s.added} new, {s.replaced} replaced) of "
-          f"{len(s.benchmarks)} benchmarks from {done.files} file(s) into {s.path}")
+    same = f", {s.unchanged} already stored as they are" if s.unchanged else ""
+    print(f"imported {s.added + s.replaced} values ({s.added} new, {s.replaced} replaced"
+          f"{same}) of {len(s.benchmarks)} benchmarks from {done.files} file(s) into {s.path}")
     return EXIT_OK
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.files import write_json_atomically
+from torchpulse.files import write_atomically, write_json_atomically
 from torchpulse.results import asv_results, external
 from torchpulse.results.importers import Record
 
@@ -147,6 +147,7 @@ class ImportSummary:
     path: Path
     added: int = 0
     replaced: int = 0
+    unchanged: int = 0  # already stored with the same value (a retried import)
     benchmarks: list[str] = field(default_factory=list)
 
 
@@ -173,7 +174,9 @@ def _size(params: list[list[str]]) -> int:
 def merge_records(results: asv_results.Results, records: Iterable[Record], replace: bool,
                   where: str = "the results file") -> ImportSummary:
     """Add ``records`` to ``results`` in memory; StoreError (and ``results`` unchanged) when
-    a value is already stored and ``replace`` is false. ``where`` names the file in errors."""
+    a different value is already stored and ``replace`` is false. The same value stored
+    again is no conflict: an import that was interrupted can simply be run again.
+    ``where`` names the file in errors."""
     by_name: dict[str, dict[tuple[str, ...], Record]] = {}
     for r in records:
         stub = external.STUBS[r.stub]
@@ -195,13 +198,16 @@ def merge_records(results: asv_results.Results, records: Iterable[Record], repla
         params = _grid(old_params, [{c[i] for c in new} for i in range(len(stub.param_names))])
         old_values = (asv_results.values(results, name, params) if stored
                       else [None] * _size(params))
-        for combo in new:
-            if not _is_missing(old_values[_index(params, combo)]):
+        for combo, record in new.items():
+            old = old_values[_index(params, combo)]
+            if _is_missing(old):
+                summary.added += 1
+            elif old == record.value:
+                summary.unchanged += 1
+            else:
                 if not replace:
                     conflicts.append(f"{name}({', '.join(combo)})")
                 summary.replaced += 1
-            else:
-                summary.added += 1
         plans.append((name, stub, params, new))
     if conflicts:
         shown = "; ".join(conflicts[:3]) + (f" and {len(conflicts) - 3} more"
@@ -292,8 +298,35 @@ def import_records(target: Target, records: list[Record], replace: bool = False,
         else:
             results = asv_results.new(params, target.commit, target.date_ms, "", target.source)
         summary = merge_records(results, records, replace, where=relative)
-        if write_machine:
-            write_json_atomically(results_dir / target.machine / "machine.json", machine)
-        summary.path = asv_results.save(results, results_dir, relative)
-        update_benchmarks_json(results_dir)
+        try:
+            with _undo_on_failure([results_dir / target.machine / "machine.json", path,
+                                   results_dir / BENCHMARKS_JSON]):
+                if write_machine:
+                    write_json_atomically(results_dir / target.machine / "machine.json",
+                                          machine)
+                summary.path = asv_results.save(results, results_dir, relative)
+                update_benchmarks_json(results_dir)
+        except OSError as exc:  # a full disk, a read-only folder: nothing was changed
+            raise StoreError(f"{results_dir}: cannot write ({exc.strerror or exc}); nothing "
+                             "was imported") from None
     return summary
+
+
+@contextmanager
+def _undo_on_failure(paths: list[Path]) -> Iterator[None]:
+    """Put ``paths`` back as they were (their bytes, or absent) when the block fails, so
+    the files an import touches change together or not at all. (Each is written atomically;
+    a kill between two of them leaves a state that running the import again completes.)"""
+    before = {p: p.read_bytes() if p.is_file() else None for p in paths}
+    try:
+        yield
+    except BaseException:
+        for path, content in before.items():
+            try:
+                if content is None:
+                    path.unlink(missing_ok=True)
+                elif not path.is_file() or path.read_bytes() != content:
+                    write_atomically(path, lambda tmp, c=content: tmp.write_bytes(c))
+            except OSError:
+                pass  # the disk that failed the write may fail this too; keep the first error
+        raise
