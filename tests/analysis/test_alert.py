@@ -141,3 +141,12 @@ def test_points_of_another_benchmark_version_are_left_out(tmp_path, capsys):
     assert alert(tmp_path, "--format", "json") == 0
     names = {v["benchmark"] for v in json.loads(capsys.readouterr().out)["verdicts"]}
     assert names == {"synthetic.Noise.time_cv2", "synthetic.Noise.time_cv3"}
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "[" * 100_000 + "]" * 100_000])
+def test_a_benchmarks_json_that_is_not_an_object_is_one_line(tmp_path, capsys, content):
+    synthetic.build(tmp_path, commits=6, per_cell=1, noise_series=1, seed=1, kinds=("noise",))
+    (tmp_path / "results" / "benchmarks.json").write_text(content)
+    assert alert(tmp_path) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "benchmarks.json" in err

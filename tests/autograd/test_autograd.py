@@ -178,3 +178,11 @@ def test_output_imports_as_asv_results(tmp_path):
     path.write_text(table.to_markdown([run.Timing("detr", "vjp", (0.2, 0.3))]))
     (record,) = importer.parse(Path(path), path.read_text(), None)
     assert record.params == ("detr", "vjp") and record.value == pytest.approx(0.25)
+
+
+def test_compare_of_a_binary_file_is_one_line(tmp_path, capsys):
+    binary = tmp_path / "b.md"
+    binary.write_bytes(bytes(range(128, 256)) * 4)
+    assert main(["autograd", "compare", str(binary), str(binary)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a text file" in err

@@ -58,8 +58,10 @@ def declared_benchmarks(results_dir: Path) -> dict[str, dict]:
         return {}
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise SeriesError(f"{path}: cannot read ({exc})") from None
+    if not isinstance(data, dict):
+        raise SeriesError(f"{path}: not a JSON object")
     return {name: b for name, b in data.items() if isinstance(b, dict)}
 
 

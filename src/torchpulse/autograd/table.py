@@ -31,9 +31,12 @@ def to_markdown(timings: Iterable[Timing]) -> str:
 def read(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
     """(model, task) -> (mean, var) from a table file (nan allowed: a warm-up-only run)."""
     try:
-        lines = [ln.strip() for ln in path.read_text().splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()
+                 if ln.strip()]
     except OSError as exc:
         raise TableError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise TableError(f"{path}: not a text file (not UTF-8)") from None
     rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
     if not rows or tuple(rows[0]) != HEADER:
         raise TableError(f"{path}: no '| model | task | mean | var |' header line")

@@ -26,7 +26,7 @@ def read_machine_info(machine: str, path: Path) -> dict[str, object]:
     """asv machine fields for a new machine, from a JSON file."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise InputError(f"{path}: cannot read machine info ({exc})") from None
     return store.validate_machine_info(machine, raw, str(path))
 

@@ -60,7 +60,7 @@ def locked(results_dir: Path) -> Iterator[None]:
 def read_json_object(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise StoreError(f"{path}: cannot read ({exc})") from None
     if not isinstance(data, dict):
         raise StoreError(f"{path}: not a JSON object")

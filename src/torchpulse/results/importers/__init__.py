@@ -8,6 +8,7 @@ time_* metrics); ``unit_scale`` is the factor to seconds where a format's unit c
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,6 +84,18 @@ def check_records(records: list[Record], place: str) -> None:
                 raise InputError(f"{place}: {r.stub}.{r.method}{list(r.params)} would be "
                                  f"stored as {v!r}")
             in_range(v, place, f"{r.stub}.{r.method}{list(r.params)} (as stored)")
+
+
+def parse_json(text: str, place: str, what: str = "JSON") -> object:
+    """``text`` parsed; InputError naming ``place`` when it is not JSON or nests deeper than
+    Python's parser can follow (100,000 nested arrays)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        line = f":{exc.lineno}" if "\n" in text else ""
+        raise InputError(f"{place}{line}: not {what} ({exc.msg})") from None
+    except RecursionError:
+        raise InputError(f"{place}: not {what} (nested too deeply)") from None
 
 
 def param(value: object, place: str, what: str) -> str:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from torchpulse.fastrnns.choices import GROUP_TITLES, PEP_PREFIX
-from torchpulse.results.importers import InputError, Record, number, param, where
+from torchpulse.results.importers import InputError, Record, number, param, parse_json, where
 
 GROUPS = tuple(GROUP_TITLES)  # upstream's JSON groups
 
@@ -37,10 +36,7 @@ def parse_oss(path: Path, text: str, unit_scale: float | None,
                          "exactly one line of JSON")
     lineno, line = lines[0]
     place = where(path, lineno)
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{place}: not JSON ({exc.msg})") from None
+    data = parse_json(line, place)
     if not isinstance(data, dict) or not data:
         raise InputError(f"{place}: expected a non-empty object {{group: {{runner: ms}}}}")
     records: list[Record] = []
@@ -73,10 +69,8 @@ def parse_pep(path: Path, text: str, unit_scale: float | None,
         if not line.startswith(PEP_PREFIX):
             continue  # other log output
         place = where(path, lineno)
-        try:
-            record = json.loads(line[len(PEP_PREFIX):])
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{place}: not JSON after {PEP_PREFIX.strip()} ({exc.msg})") from None
+        record = parse_json(line[len(PEP_PREFIX):], place,
+                            f"JSON after {PEP_PREFIX.strip()}")
         if not isinstance(record, dict):
             raise InputError(f"{place}: expected a JSON object after {PEP_PREFIX.strip()}")
         missing = [k for k in ("type", "metric", "unit", "value") if k not in record]

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
-from torchpulse.results.importers import InputError, Record, number, param
+from torchpulse.results.importers import InputError, Record, number, param, parse_json
 
 
 def parse(path: Path, text: str, unit_scale: float | None,
           notes: list[str] | None = None) -> list[Record]:
     if not text.strip():
         raise InputError(f"{path}: empty file")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    data = parse_json(text, str(path))
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise InputError(f"{path}: expected an object with a 'benchmarks' list")
     if not data["benchmarks"]:
