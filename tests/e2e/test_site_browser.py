@@ -199,3 +199,68 @@ def test_html_references_no_external_url(site):
         with urllib.request.urlopen(site + page) as r:
             assert external_urls(r.read().decode()) == [], page
 
+
+
+PWN = "<img src=x onerror=\"window.__pwned=(window.__pwned||0)+1\">"
+
+
+@pytest.fixture(scope="module")
+def hostile_site(tmp_path_factory):
+    """A site whose benchmark code, pretty name and machine details hold markup that runs
+    script if a page inserts it as HTML (asv shows code and machine details as HTML
+    tooltips)."""
+    path = tmp_path_factory.mktemp("hostile-site")
+    synthetic.build(path, commits=6, per_cell=1, noise_series=1, seed=7, kinds=("noise",))
+    results = path / "results"
+    declared = json.loads((results / "benchmarks.json").read_text())
+    for name, entry in declared.items():
+        if name != "version":
+            entry["code"] = f"def {name.rsplit('.', 1)[-1]}(): pass  # {PWN}"
+            entry["pretty_name"] = f"{name} {PWN}"
+    (results / "benchmarks.json").write_text(json.dumps(declared))
+    machine = results / synthetic.MACHINE / "machine.json"
+    info = json.loads(machine.read_text())
+    info.update(cpu=PWN, os=PWN)
+    machine.write_text(json.dumps(info))
+    subprocess.run([sys.executable, "-m", "torchpulse.cli", "publish", "--config",
+                    str(path / "asv.conf.json")], check=True, capture_output=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "torchpulse.cli", "serve", "--port", "0", "--config",
+         str(path / "asv.conf.json")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True)
+    try:
+        line = server.stdout.readline()
+        yield next(w for w in line.split() if w.startswith("http://"))
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_hostile_names_show_as_text_and_run_no_script(hostile_site, browser):
+    # the grid: names in the page, code in a tooltip on hover (asv: html: true)
+    visit(browser, hostile_site, "$('#summarygrid-display .benchmark-container').length")
+    browser.execute_script("$('.benchmark-text, .benchmark-plot').trigger('mouseenter');")
+    shown = visit_wait(browser, "$('.tooltip').length > 0 && $('.tooltip').text()")
+    assert "onerror" in shown and "<img" in shown  # the markup, shown as the text it is
+    # a graph page: the benchmark list's tooltips and the machine details
+    name = "synthetic.Noise.time_cv1"
+    visit(browser, f"{hostile_site}#{name}?machine={synthetic.MACHINE}", PAINTED_JS)
+    browser.execute_script("$('#navigation li, [data-toggle], .btn').trigger('mouseenter');")
+    visit_wait(browser, "$('.tooltip').length > 0")
+    # the summary page shows the machine details too
+    visit(browser, hostile_site + "torchpulse.html", "document.readyState === 'complete'")
+    assert "onerror" in browser.find_element("css selector", "body").text
+    for page in (hostile_site, hostile_site + "torchpulse.html"):
+        visit(browser, page, "document.readyState === 'complete'")
+        browser.execute_script("$ && $('*').trigger('mouseenter');" if page == hostile_site
+                               else "void 0;")
+        assert browser.execute_script("return window.__pwned || 0") == 0
+        assert browser.execute_script("return document.querySelectorAll('img[src=x]').length") \
+            == 0
+
+
+def visit_wait(driver, js: str, timeout: float = 20.0):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(lambda d: d.execute_script(
+        f"try {{ return {js}; }} catch (e) {{ return null; }}"))

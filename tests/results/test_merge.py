@@ -82,3 +82,84 @@ def test_a_source_that_is_not_a_results_tree_is_refused(tmp_path, capsys):
     assert main(["merge", str(tmp_path / "empty"), "--into", str(tmp_path / "x")]) == 2
     assert "not an asv results tree" in capsys.readouterr().err
     assert main(["merge", str(tmp_path / "nope"), "--into", str(tmp_path / "x")]) == 2
+
+
+def _tamper(tree: Path, edit) -> None:
+    """Apply ``edit(kind, data)`` to every JSON file of a tree, kind: benchmarks, machine or
+    results."""
+    for path in sorted(tree.rglob("*.json")):
+        kind = ("benchmarks" if path.name == "benchmarks.json" else
+                "machine" if path.name == "machine.json" else "results")
+        data = json.loads(path.read_text())
+        edit(kind, data)
+        path.write_text(json.dumps(data))
+
+
+SCRIPT = "<img src=x onerror=alert(1)>"
+
+
+def _rename_benchmark(kind, data):
+    if kind == "benchmarks":
+        entry = data.pop("external.bench_fastrnns.Fastrnns.time_forward")
+        entry["name"] = f"external.{SCRIPT}"
+        data[f"external.{SCRIPT}"] = entry
+    elif kind == "results":
+        data["results"][f"external.{SCRIPT}"] = data["results"].pop(
+            "external.bench_fastrnns.Fastrnns.time_forward")
+
+
+def _param_names(kind, data):
+    if kind == "benchmarks":
+        data["external.bench_fastrnns.Fastrnns.time_forward"]["param_names"] = [SCRIPT]
+
+
+def _param_values(kind, data):
+    if kind == "results":
+        columns = data["result_columns"]
+        row = data["results"]["external.bench_fastrnns.Fastrnns.time_forward"]
+        row[columns.index("params")] = [[f"'{SCRIPT}'"] * len(row[columns.index("params")][0])]
+
+
+def _machine(kind, data):
+    if kind == "machine":
+        data["cpu"] = SCRIPT
+
+
+def _env(kind, data):
+    if kind == "results":
+        data["env_name"] = SCRIPT
+
+
+def _entry_name(kind, data):
+    if kind == "benchmarks":  # the key stays, the name asv's pages use does not
+        data["external.bench_fastrnns.Fastrnns.time_forward"]["name"] = SCRIPT
+
+
+@pytest.mark.parametrize("edit, says", [
+    (_rename_benchmark, "is not a dotted Python name"),
+    (_entry_name, "is not a dotted Python name"),
+    (_param_names, "markup on a page"),
+    (_param_values, "markup on a page"),
+    (_machine, "machine field 'cpu'"),
+    (_env, "env_name"),
+])
+def test_trees_whose_names_would_be_markup_are_refused(project, tmp_path, capsys, edit, says):
+    a, into = tmp_path / "a", tmp_path / "into"
+    _import(project, a, "gpu1", "oss", DATA / "oss.json")
+    _import(project, into, "gpu2", "oss", DATA / "oss.json")
+    before = _snapshot(into)
+    _tamper(a, edit)
+    capsys.readouterr()
+    assert main(["merge", str(a), "--into", str(into)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
+    assert _snapshot(into) == before
+
+
+def test_merge_into_a_file_is_one_line(project, tmp_path, capsys):
+    a, into = tmp_path / "a", tmp_path / "file"
+    _import(project, a, "gpu1", "oss", DATA / "oss.json")
+    into.write_text("mine\n")
+    assert main(["merge", str(a), "--into", str(into)]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert into.read_text() == "mine\n"

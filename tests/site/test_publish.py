@@ -333,3 +333,44 @@ def test_serve_bounds_connections_and_closes_idle_ones(tmp_path, monkeypatch):
             s.close()
         server.shutdown()
         server.server_close()
+
+
+def test_what_asv_shows_as_html_is_published_escaped(tmp_path, capsys):
+    synthetic.build(tmp_path, commits=6, per_cell=1, noise_series=1, seed=5, kinds=("noise",))
+    results = tmp_path / "results"
+    declared = json.loads((results / "benchmarks.json").read_text())
+    name = next(n for n in declared if n != "version")
+    declared[name]["code"] = "if a < b and c > d:  # <img src=x onerror=alert(1)>"
+    declared[name]["pretty_name"] = "<script>alert(2)</script>"
+    (results / "benchmarks.json").write_text(json.dumps(declared))
+    machine = results / synthetic.MACHINE / "machine.json"
+    info = json.loads(machine.read_text())
+    info["cpu"] = "<b onmouseover=alert(3)>cpu</b>"
+    machine.write_text(json.dumps(info))
+    assert run_publish(tmp_path) == 0
+    index = json.loads((tmp_path / "html" / "index.json").read_text())
+    entry = index["benchmarks"][name]
+    assert entry["code"] == ("if a &lt; b and c &gt; d:  # &lt;img src=x "
+                             "onerror=alert(1)&gt;")
+    assert entry["pretty_name"] == "&lt;script&gt;alert(2)&lt;/script&gt;"
+    assert index["machines"][synthetic.MACHINE]["cpu"].startswith("&lt;b onmouseover")
+    text = (tmp_path / "html" / "index.json").read_text()
+    assert "<script" not in text and "<img" not in text and "<b " not in text
+
+    # a benchmark name that would be markup cannot be escaped (it is a path and a URL too):
+    # publish refuses it and keeps the previous site
+    before = tree(tmp_path / "html")
+    hostile = "x.<img src=x onerror=alert(4)>"
+    declared[hostile] = declared.pop(name)
+    declared[hostile]["name"] = hostile
+    (results / "benchmarks.json").write_text(json.dumps(declared))
+    for path in (results / synthetic.MACHINE).glob("*.json"):
+        if path.name != "machine.json":
+            data = json.loads(path.read_text())
+            data["results"][hostile] = data["results"].pop(name)
+            path.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert run_publish(tmp_path) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a dotted Python name" in err
+    assert tree(tmp_path / "html") == before

@@ -4,7 +4,8 @@ asv has no command for it. Machine directories are combined; a results file pres
 than one tree (the same machine, commit and environment, e.g. shards of one run) is merged
 benchmark by benchmark; benchmarks.json becomes the union. Anything contradictory (two
 machine.json for one name, a benchmark with two different results, one benchmark at two
-versions) is reported and nothing is written.
+versions) is reported and nothing is written. Every source's names are checked first: a
+tree whose names or machine details would be markup on the site is refused.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.files import write_json_atomically
-from torchpulse.results.store import BENCHMARKS_JSON, StoreError, locked, read_json_object
+from torchpulse.results import names
+from torchpulse.results.store import (
+    BENCHMARKS_JSON,
+    StoreError,
+    check_name,
+    locked,
+    read_json_object,
+    validate_machine_info,
+)
 
 # top-level fields of a results file that must agree for two files to merge
 _IDENTITY = ("commit_hash", "env_name", "params", "requirements", "python", "result_columns")
@@ -36,6 +45,35 @@ def _trees(sources: list[Path]) -> None:
                              "<machine>/machine.json)")
 
 
+def _check_source(tree: Path) -> None:
+    """A foreign tree's names are checked at the door: what reaches the site's pages (machine
+    names and details, environment names, benchmark names, parameter names and values) must
+    be text, not markup (``torchpulse.results.names``); StoreError or UnsafeNameError."""
+    for path in sorted(tree.glob("*/machine.json")):
+        name = check_name(path.parent.name, f"{path.parent}: machine name")
+        validate_machine_info(name, read_json_object(path), str(path))
+    for rel, path in _result_files(tree).items():
+        data = read_json_object(path)
+        names.check_param_text(str(data.get("env_name", "")), f"{path}: env_name")
+        params = data.get("params", {})
+        if not isinstance(params, dict):
+            raise StoreError(f"{path}: params must be an object")
+        for value in params.values():
+            names.check_param_text(str(value), str(path))
+        results = data.get("results", {})
+        if not isinstance(results, dict):
+            raise StoreError(f"{path}: results must be an object")
+        columns = data.get("result_columns", [])
+        for bench, row in results.items():
+            row = dict(zip(columns, row, strict=False)) if isinstance(row, list) else {}
+            names.check_benchmark(bench, {"params": row.get("params") or []}, rel)
+    benchmarks = tree / BENCHMARKS_JSON
+    if benchmarks.is_file():
+        for bench, entry in read_json_object(benchmarks).items():
+            if bench != "version":
+                names.check_benchmark(bench, entry, str(benchmarks))
+
+
 def _result_files(tree: Path) -> dict[str, Path]:
     files = {}
     for machine_json in sorted(tree.glob("*/machine.json")):
@@ -54,6 +92,10 @@ def merge_trees(sources: list[Path], into: Path) -> MergeSummary:
     _trees(sources)
     if into.resolve() in {s.resolve() for s in sources}:
         raise StoreError(f"{into} is both a source and the destination")
+    if into.exists() and not into.is_dir():
+        raise StoreError(f"--into {into}: exists and is not a directory")
+    for src in sources:
+        _check_source(src)
     summary = MergeSummary()
     created = not into.exists()
     with locked(into):

@@ -15,7 +15,7 @@ from torchpulse.analysis.report import to_json
 from torchpulse.analysis.summary import Summary, build
 from torchpulse.errors import TorchpulseError
 from torchpulse.results.project import Project
-from torchpulse.site import assets, page, regressions, target
+from torchpulse.site import assets, page, regressions, sanitize, target
 
 # asv's navigation bar (on every asv view, all in index.html) gets a link to our page.
 _NAV_ANCHOR = '<li id="nav-li-regressions"><a href="#/regressions">Regressions</a></li>'
@@ -91,6 +91,9 @@ def _publish(project: Project, node_modules: Path, html: Path, range_spec: str |
                                      str(project.settings.get("project") or "project"))
         progress(f"== asv's Regressions tab and feed: {listed} regression(s), torchpulse's "
                  "verdicts (asv's own detector's list replaced)")
+        checked = sanitize.sanitize_index(scratch)
+        progress(f"== {checked} benchmarks' names checked; their code, pretty names and the "
+                 "machine details escaped for asv's HTML tooltips")
         if summary is not None:
             progress(f"== summary page {page.PAGE}: {summary.report.series_count} "
                      f"series on {len(summary.machines)} machine(s), "
