@@ -163,3 +163,19 @@ def test_merge_into_a_file_is_one_line(project, tmp_path, capsys):
     assert main(["merge", str(a), "--into", str(into)]) == 2
     assert "is not a directory" in capsys.readouterr().err
     assert into.read_text() == "mine\n"
+
+
+def test_a_tree_with_an_infinite_value_is_refused(project, tmp_path, capsys):
+    a, into = tmp_path / "a", tmp_path / "into"
+    _import(project, a, "gpu1", "oss", DATA / "oss.json")
+
+    def infinite(kind, data):
+        if kind == "results":
+            columns = data["result_columns"]
+            row = data["results"]["external.bench_fastrnns.Fastrnns.time_forward"]
+            row[columns.index("result")][0] = float("inf")
+
+    _tamper(a, infinite)
+    assert main(["merge", str(a), "--into", str(into)]) == 2
+    assert "infinite value" in capsys.readouterr().err
+    assert not into.exists() or not any(into.iterdir())

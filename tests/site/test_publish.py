@@ -374,3 +374,19 @@ def test_what_asv_shows_as_html_is_published_escaped(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a dotted Python name" in err
     assert tree(tmp_path / "html") == before
+
+
+def test_an_infinite_value_stops_publish_before_asv_hangs_on_it(tmp_path, capsys):
+    synthetic.build(tmp_path, commits=6, per_cell=1, noise_series=1, seed=5, kinds=("noise",))
+    assert run_publish(tmp_path) == 0
+    before = tree(tmp_path / "html")
+    path = sorted((tmp_path / "results" / synthetic.MACHINE).glob("*-*.json"))[0]
+    data = json.loads(path.read_text())
+    name = next(iter(data["results"]))
+    data["results"][name][0][0] = float("inf")
+    path.write_text(json.dumps(data))  # Python writes it as Infinity, as asv would
+    capsys.readouterr()
+    assert run_publish(tmp_path) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "infinite value" in err and path.name in err
+    assert tree(tmp_path / "html") == before

@@ -1,7 +1,8 @@
 """What a name in a results tree may be, wherever the tree came from: asv's pages put
 benchmark names, parameter names and values into the page as they are (names also form file
 paths and URLs, so they cannot be escaped there), so a name that could act as markup is refused
-at every door (merge) and again when publishing."""
+at every door (merge) and again when publishing. Also what a stored value may not be: an
+infinity, on which asv's step detection at publish time grows without bound."""
 
 from __future__ import annotations
 
@@ -44,3 +45,19 @@ def check_param_text(text: object, where: str) -> None:
         raise UnsafeNameError(f"{where}: parameter {str(text)[:80]!r} holds characters that "
                               "are markup on a page (< > & \" ` or control characters) or is "
                               "over 200 characters")
+
+
+def infinite_values(text: str) -> bool:
+    """Whether a results file's JSON text holds an Infinity or -Infinity (NaN is asv's mark
+    of a skipped combination and fine)."""
+    import json
+
+    found = False
+
+    def constant(name: str) -> float:
+        nonlocal found
+        found = found or name != "NaN"
+        return float(name)
+
+    json.loads(text, parse_constant=constant)
+    return found

@@ -67,6 +67,7 @@ def publish(project: Project, node_modules: Path, *,
             progress: Callable[[str], None] = print) -> Path:
     """Publish ``project``'s site into its html directory, which it returns."""
     assets.check(node_modules)  # a missing asset stops us before anything changes
+    sanitize.check_results(project.results_dir)
     html = target.check(project, project.html_dir)
     with target.locked(html):
         target.check(project, project.html_dir)  # again: what the lock waited for changed it

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from torchpulse.files import write_json_atomically
-from torchpulse.results.names import check_benchmark
+from torchpulse.results.names import UnsafeNameError, check_benchmark, infinite_values
 
 INDEX = "index.json"
 
@@ -41,3 +41,19 @@ def sanitize_index(html_dir: Path) -> int:
             machine[key] = _escaped(machine[key])
     write_json_atomically(path, index)
     return len(benchmarks)
+
+
+def check_results(results_dir: Path) -> None:
+    """Before ``asv publish``: no results file may hold an infinity (asv's step detection
+    grows without bound on one and publish never ends); UnsafeNameError names the file."""
+    for path in sorted(results_dir.glob("*/*.json")):
+        if path.name == "machine.json":
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+            bad = infinite_values(text)
+        except (OSError, ValueError, RecursionError):
+            continue  # asv reports unreadable files itself
+        if bad:
+            raise UnsafeNameError(f"{path}: holds an infinite value, which asv's publish "
+                                  "cannot handle; remove that result (asv rm) or the file")
