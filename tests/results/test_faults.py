@@ -1,0 +1,70 @@
+"""Imports killed at any moment (kill -9): every file left is whole, and running the same
+import again ends where an uninterrupted import does."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from asvproject import make_project
+from paths import IMPORT_DATA
+
+KILLS = 12
+
+
+def _command(project, machine_info):
+    return [sys.executable, "-m", "torchpulse.cli", "import", "pep",
+            str(IMPORT_DATA / "pep.log"), "--config", str(project.conf), "--commit",
+            project.main[-1], "--machine", "fresh", "--machine-info", str(machine_info)]
+
+
+def _tree(root) -> dict[str, object]:
+    """Every file's content, the results file's without its commit, date and import times
+    (each project is its own repository, and each import has its own time)."""
+    out: dict[str, object] = {}
+    for p in sorted(root.rglob("*")):
+        if not p.is_file():
+            continue
+        data = json.loads(p.read_text())
+        if "commit_hash" in data:
+            data.pop("commit_hash")
+            data.pop("date")
+            at = data["result_columns"].index("started_at")  # when it was imported
+            for row in data["results"].values():
+                row[at] = None
+            out[f"{p.parent.name}/<commit>-external.json"] = data
+        else:
+            out[str(p.relative_to(root))] = data
+    return out
+
+
+@pytest.mark.slow
+def test_a_killed_import_leaves_whole_files_and_a_retry_completes_it(tmp_path):
+    info = tmp_path / "machine.json"
+    info.write_text(json.dumps({"cpu": "EPYC", "num_cpu": "8"}))
+    reference = make_project(tmp_path / "reference")
+    subprocess.run(_command(reference, info), check=True, capture_output=True)
+    expected = _tree(reference.results)
+
+    rng = random.Random(5)
+    interrupted = 0
+    for i in range(KILLS):
+        project = make_project(tmp_path / f"killed{i}")
+        proc = subprocess.Popen(_command(project, info), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        # somewhere from start-up to the writes (an import takes about a second here)
+        time.sleep(rng.uniform(0.2, 1.5))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        interrupted += proc.returncode == -signal.SIGKILL
+        if project.results.exists():
+            for path in project.results.rglob("*.json"):
+                json.loads(path.read_text())  # whole, never half written
+        retry = subprocess.run(_command(project, info), capture_output=True, text=True)
+        assert retry.returncode == 0, retry.stderr
+        assert _tree(project.results) == expected
+    assert interrupted  # at least some runs were really killed mid-way
