@@ -1,5 +1,5 @@
-"""Imports killed at any moment (kill -9): every file left is whole, and running the same
-import again ends where an uninterrupted import does."""
+"""Imports and merges killed at any moment (kill -9): every file left is whole, and running
+the same command again ends where an uninterrupted one does."""
 
 import json
 import os
@@ -68,3 +68,40 @@ def test_a_killed_import_leaves_whole_files_and_a_retry_completes_it(tmp_path):
         assert retry.returncode == 0, retry.stderr
         assert _tree(project.results) == expected
     assert interrupted  # at least some runs were really killed mid-way
+
+
+@pytest.mark.slow
+def test_a_killed_merge_leaves_whole_files_and_a_retry_completes_it(tmp_path):
+    project = make_project(tmp_path / "proj")
+    sources = []
+    for i, (fmt, data) in enumerate([("oss", "oss.json"), ("pep", "pep.log"),
+                                     ("autograd-md", "autograd.md")]):
+        tree = tmp_path / f"src{i}"
+        subprocess.run([sys.executable, "-m", "torchpulse.cli", "import", fmt,
+                        str(IMPORT_DATA / data), "--config", str(project.conf), "--commit",
+                        project.main[i], "--machine", f"m{i % 2}", "--results-dir",
+                        str(tree)], check=True, capture_output=True)
+        sources.append(str(tree))
+
+    def merge(into):
+        return [sys.executable, "-m", "torchpulse.cli", "merge", *sources, "--into",
+                str(into)]
+
+    subprocess.run(merge(tmp_path / "reference"), check=True, capture_output=True)
+    expected = {str(p.relative_to(tmp_path / "reference")): p.read_bytes()
+                for p in sorted((tmp_path / "reference").rglob("*")) if p.is_file()}
+    rng = random.Random(7)
+    for i in range(KILLS):
+        into = tmp_path / f"into{i}"
+        proc = subprocess.Popen(merge(into), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.2, 1.2))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if into.exists():
+            for path in into.rglob("*.json"):
+                json.loads(path.read_text())
+        retry = subprocess.run(merge(into), capture_output=True, text=True)
+        assert retry.returncode == 0, retry.stderr
+        assert {str(p.relative_to(into)): p.read_bytes() for p in sorted(into.rglob("*"))
+                if p.is_file()} == expected
