@@ -1,9 +1,11 @@
-"""Imports and merges killed at any moment (kill -9): every file left is whole, and running
-the same command again ends where an uninterrupted one does."""
+"""Imports and merges killed at any moment (kill -9), and imports onto a full disk: every
+file left is whole, a failed import leaves the tree as it was, and running the same command
+again ends where an uninterrupted one does."""
 
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -105,3 +107,61 @@ def test_a_killed_merge_leaves_whole_files_and_a_retry_completes_it(tmp_path):
         assert retry.returncode == 0, retry.stderr
         assert {str(p.relative_to(into)): p.read_bytes() for p in sorted(into.rglob("*"))
                 if p.is_file()} == expected
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 KiB tmpfs, where this test may mount one (root, a mount namespace that
+    allows it); skipped with the reason elsewhere."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root and mount(8)")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(disk, leave: int) -> None:
+    """Fill ``disk`` up to ``leave`` bytes free (a filler file)."""
+    filler = disk / "filler"
+    filler.unlink(missing_ok=True)
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    with open(filler, "wb") as f:
+        f.write(b"\0" * max(0, free - leave))
+
+
+@pytest.mark.slow
+def test_a_full_disk_leaves_the_tree_as_it_was_or_fully_updated(tmp_path, small_disk):
+    project = make_project(tmp_path / "proj")
+    results = small_disk / "results"
+    info = tmp_path / "machine.json"
+    info.write_text(json.dumps({"cpu": "EPYC"}))
+
+    def run(commit, machine):
+        return subprocess.run(
+            [sys.executable, "-m", "torchpulse.cli", "import", "pep",
+             str(IMPORT_DATA / "pep.log"), "--config", str(project.conf), "--commit", commit,
+             "--machine", machine, "--machine-info", str(info), "--results-dir",
+             str(results)], capture_output=True, text=True)
+
+    assert run(project.main[0], "first").returncode == 0
+    failed = 0
+    for i, leave in enumerate(range(0, 24_000, 2_000)):
+        machine = f"m{i}"  # a new machine each time: machine.json is written too
+        _fill(small_disk, leave)
+        before = _tree(results)
+        done = run(project.main[1], machine)
+        if done.returncode != 0:
+            failed += 1
+            assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+            assert "No space left on device" in done.stderr
+            assert _tree(results) == before
+        (small_disk / "filler").unlink()
+        assert run(project.main[1], machine).returncode == 0  # a retry succeeds
+    assert failed  # the disk really was too small for some of them
