@@ -186,3 +186,11 @@ def test_compare_of_a_binary_file_is_one_line(tmp_path, capsys):
     assert main(["autograd", "compare", str(binary), str(binary)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a text file" in err
+
+
+def test_compare_lists_pairs_found_in_one_table_only():
+    before = {("m", "vjp"): (0.2, 0.0), ("m", "jvp"): (0.4, 0.0)}
+    after = {("m", "vjp"): (0.1, 0.0), ("m", "hvp"): (0.3, 0.0)}
+    lines = table.compare(before, after).splitlines()[2:]
+    assert lines == ["| m | vjp | 0.2 | 0.1 | 2.000x |", "| m | jvp | 0.4 | - | - |",
+                     "| m | hvp | - | 0.3 | - |"]

@@ -55,12 +55,16 @@ def read(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
 
 def compare(before: dict[tuple[str, str], tuple[float, float]],
             after: dict[tuple[str, str], tuple[float, float]]) -> str:
-    """Pairs in both tables: before and after means (s) and the speedup before/after (>1:
-    faster after)."""
+    """Every pair of either table: before and after means (s) and the speedup before/after
+    (>1: faster after). A pair in one table only is listed with "-" for what the other
+    lacks, as upstream's compare.py lists it (None there)."""
     out = _line("model", "task", "before (s)", "after (s)", "speedup")
     out += _line(*["--"] * 5)
-    for key in before:
-        if key not in after:
+    for key in [*before, *(k for k in after if k not in before)]:
+        if key not in after or key not in before:
+            b = f"{before[key][0]:.6g}" if key in before else "-"
+            a = f"{after[key][0]:.6g}" if key in after else "-"
+            out += _line(*key, b, a, "-")
             continue
         b, a = before[key][0], after[key][0]
         speedup = b / a if a > 0 and not math.isnan(a) else math.nan
