@@ -320,3 +320,17 @@ def test_a_failed_write_leaves_every_file_as_it_was(project, tmp_path, monkeypat
     assert project.tree_bytes() == before
     assert not (project.results / "fresh").exists() or not any(
         (project.results / "fresh").iterdir())
+
+
+def test_device_is_for_dynamo_csvs_without_dev(project, tmp_path, capsys):
+    ci = tmp_path / "cuda_inductor_inference.csv"
+    ci.write_text("name,accuracy,graph_breaks\nBERT_pytorch,pass,0\nresnet18,OOM,2\n")
+    assert _import(project, "dynamo-csv", ci, extra=["--device", "cuda"]) == 0
+    _, rows = _results(project)
+    assert _value(rows, "external.bench_dynamo.Dynamo.track_accuracy_failure", "cuda",
+                  "resnet18") == 1.0
+    assert _value(rows, "external.bench_dynamo.Dynamo.track_graph_breaks", "cuda",
+                  "resnet18") == 2.0
+    capsys.readouterr()
+    assert _import(project, "oss", DATA / "oss.json", extra=["--device", "cuda"]) == 2
+    assert "--device applies to dynamo-csv only" in capsys.readouterr().err

@@ -86,8 +86,52 @@ def test_dynamo_performance_is_stored_lower_is_better_and_failures_noted():
 def test_dynamo_accuracy_stores_failure_not_pass():
     path = DATA / "dynamo_accuracy.csv"
     records = _by_key(dynamo.parse(path, path.read_text(), None))
-    assert {k[2][1]: r.value for k, r in records.items()} == {
+    assert {k[2][1]: r.value for k, r in records.items()
+            if k[1] == "track_accuracy_failure"} == {
         "BERT_pytorch": 0.0, "resnet18": 1.0, "hf_T5": 1.0}
+    assert {k[2][1]: r.value for k, r in records.items() if k[1] == "track_graph_breaks"} == {
+        "BERT_pytorch": 0.0, "resnet18": 0.0, "hf_T5": 0.0}
+
+
+CI_ACCURACY = """name,accuracy,graph_breaks
+BERT_pytorch,pass,0
+
+resnet18,fail_accuracy,3
+hf_T5,eager_1st_run_OOM,0
+"""
+
+
+def test_pytorch_ci_accuracy_files_need_the_device_and_keep_graph_breaks():
+    path = Path("ci_expected_accuracy/cpu_inductor_training.csv")
+    with pytest.raises(InputError, match="no dev column; give --device"):
+        dynamo.parse(path, CI_ACCURACY, None)
+    records = _by_key(dynamo.parse(path, CI_ACCURACY, None, device="cpu"))
+    failure = {k[2]: r.value for k, r in records.items() if k[1] == "track_accuracy_failure"}
+    assert failure == {("cpu", "BERT_pytorch"): 0.0, ("cpu", "resnet18"): 1.0,
+                       ("cpu", "hf_T5"): 1.0}
+    assert records[("dynamo", "track_graph_breaks", ("cpu", "resnet18"))].value == 3.0
+    with_dev = "dev,name,accuracy\ncuda,BERT_pytorch,pass\n"
+    with pytest.raises(InputError, match="dev is 'cuda', --device says 'cpu'"):
+        dynamo.parse(path, with_dev, None, device="cpu")
+
+
+@pytest.mark.parametrize("status", sorted(dynamo.STATUSES))
+def test_every_status_the_harness_writes_is_read(status):
+    text = f"dev,name,accuracy\ncuda,m,{status}\n"
+    (record,) = [r for r in dynamo.parse(Path("a.csv"), text, None)
+                 if r.method == "track_accuracy_failure"]
+    assert record.value == (0.0 if status.startswith("pass") else 1.0)
+
+
+@pytest.mark.parametrize("header, says", [
+    ("dev,accuracy,graph_breaks", "missing column(s) name for an accuracy CSV"),
+    ("dev,name,speedup,abs_latency", "missing column(s) compilation_latency for a "
+                                     "performance CSV"),
+])
+def test_the_missing_column_is_the_one_named(header, says):
+    with pytest.raises(InputError) as exc:
+        dynamo.parse(Path("a.csv"), header + "\n", None)
+    assert says in str(exc.value)
 
 
 def test_autograd_markdown_in_seconds():

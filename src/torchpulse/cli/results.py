@@ -25,7 +25,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         project(args), args.format, [Path(f) for f in args.files], commit=args.commit,
         machine=args.machine, env_name=args.env_name,
         machine_info=Path(args.machine_info) if args.machine_info else None,
-        unit=args.unit, replace=args.replace)
+        unit=args.unit, replace=args.replace, device=args.device)
     for line in done.notes:
         note("import", f"note: {line}")
     s = done.summary
@@ -74,6 +74,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "s for files from upstream's CPU path, which prints seconds labelled ms)")
     p.add_argument("--replace", action="store_true",
                    help="overwrite values already stored for this commit")
+    p.add_argument("--device", metavar="NAME", help="dynamo-csv: the device of a file "
+                   "without a dev column (PyTorch CI's ci_expected_accuracy CSVs)")
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser(

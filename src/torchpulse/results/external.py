@@ -101,7 +101,8 @@ STUBS = {
          Metric("track_memory_ratio", "compiled/eager",
                 "compiled / eager peak memory: 1 / compression_ratio (lower is better)"),
          Metric("track_accuracy_failure", "failed",
-                "1 when the accuracy status is not pass, else 0")),
+                "1 when the accuracy status is not pass, else 0"),
+         Metric("track_graph_breaks", "breaks", "graph breaks (the harness's graph_breaks)")),
     ),
     "autograd": Stub(
         "bench_autograd", "FunctionalAutograd", "1", ("model", "task"),

@@ -4,6 +4,7 @@ store writes anything."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,16 +32,22 @@ def read_machine_info(machine: str, path: Path) -> dict[str, object]:
     return store.validate_machine_info(machine, raw, str(path))
 
 
-def parse_files(fmt: str, files: Sequence[Path], unit: str | None = None
-                ) -> tuple[list[Record], list[str]]:
-    """Every record of ``files`` in format ``fmt``, and the parsers' notes."""
+def parse_files(fmt: str, files: Sequence[Path], unit: str | None = None,
+                device: str | None = None) -> tuple[list[Record], list[str]]:
+    """Every record of ``files`` in format ``fmt``, and the parsers' notes; ``device`` is
+    for dynamo CSVs without a dev column."""
     if fmt not in importers.FORMAT_NAMES:
         raise InputError(f"unknown format {fmt!r}; one of: {', '.join(importers.FORMAT_NAMES)}")
     if unit is not None and fmt not in importers.SCALABLE:
         raise InputError(f"--unit applies to oss and pep only; {fmt} files carry their own "
                          "units")
+    if device is not None and fmt != "dynamo-csv":
+        raise InputError(f"--device applies to dynamo-csv only; {fmt} files carry no device")
     scale = importers.UNITS[unit] if unit else None
     parse = importers.formats()[fmt]
+    if device is not None:
+        importers.param(device, "--device", "device")
+        parse = functools.partial(parse, device=device)
     records: list[Record] = []
     notes: list[str] = []
     for path in files:
@@ -59,14 +66,14 @@ def parse_files(fmt: str, files: Sequence[Path], unit: str | None = None
 def import_files(project: Project, fmt: str, files: Sequence[Path], *, commit: str,
                  machine: str, env_name: str = DEFAULT_SOURCE,
                  machine_info: Path | None = None, unit: str | None = None,
-                 replace: bool = False) -> Imported:
+                 replace: bool = False, device: str | None = None) -> Imported:
     """Parse ``files`` and merge them into ``project``'s results tree as results of
     ``commit`` on ``machine``; nothing is written unless everything checks out."""
     store.check_name(machine, "--machine")
     store.check_name(env_name, "--env-name")
     info = read_machine_info(machine, machine_info) if machine_info else None
     sha = project.commit_on_branches(commit)
-    records, notes = parse_files(fmt, files, unit)
+    records, notes = parse_files(fmt, files, unit, device)
     target = store.Target(project.results_dir, machine, sha, project.commit_date_ms(sha),
                           env_name)
     summary = store.import_records(target, records, replace, info)

@@ -1,7 +1,10 @@
-"""Dynamo benchmark harness CSVs: performance (speedup, latencies, memory) or accuracy.
+"""Dynamo benchmark harness CSVs: performance (speedup, latencies, memory) or accuracy, as
+the harness writes them and as PyTorch's CI keeps them (``ci_expected_accuracy/*.csv``:
+``name,accuracy,graph_breaks``, the device implied by the file: give ``--device``).
 
 Stored lower-is-better: compiled/eager latency (1 / speedup), compiled/eager peak memory
-(1 / compression_ratio), and 1 for a failed accuracy status.
+(1 / compression_ratio), 1 for an accuracy status that is not a pass, and the number of graph
+breaks where the file has that column.
 """
 
 from __future__ import annotations
@@ -12,15 +15,20 @@ from pathlib import Path
 
 from torchpulse.results.importers import InputError, Record, number, param
 
-PERFORMANCE = ("dev", "name", "speedup", "abs_latency", "compilation_latency")
-ACCURACY = ("dev", "name", "accuracy")
-STATUSES = {"pass", "fail_accuracy", "fail_to_run", "eager_fail_to_run", "eager_two_runs_differ",
-            "model_fail_to_load", "timeout", "eager_variation", "fail_to_compile",
-            "pass_due_to_skip"}
+# columns each kind needs; "dev" may be missing when --device says which device it was
+PERFORMANCE = ("name", "speedup", "abs_latency", "compilation_latency")
+ACCURACY = ("name", "accuracy")
+# every status the harness (benchmarks/dynamo/common.py) records; "pass*" is a pass
+STATUSES = {"pass", "pass_due_to_skip", "fail_accuracy", "fail_to_run", "fail_to_compile",
+            "eager_fail_to_run", "eager_two_runs_differ", "eager_variation",
+            "eager_1st_run_fail", "eager_2nd_run_fail", "eager_1st_run_OOM",
+            "eager_2nd_run_OOM", "OOM", "model_fail_to_load", "timeout", "infra_error"}
 
 
 def parse(path: Path, text: str, unit_scale: float | None,
-          notes: list[str] | None = None) -> list[Record]:
+          notes: list[str] | None = None, device: str | None = None) -> list[Record]:
+    """The file's records; ``device`` (``--device``) is the device of a file without a
+    ``dev`` column, and must agree with one that has it."""
     if not text.strip():
         raise InputError(f"{path}: empty file")
     reader = csv.reader(io.StringIO(text))
@@ -32,10 +40,15 @@ def parse(path: Path, text: str, unit_scale: float | None,
         kind = "performance"
     elif all(c in header for c in ACCURACY):
         kind = "accuracy"
-    else:
-        missing = [c for c in PERFORMANCE if c not in header]
-        raise InputError(f"{path}:1: missing column(s) {', '.join(missing)} (performance) or "
-                         "accuracy (accuracy mode); header: " + ",".join(header))
+    else:  # name what the file's own kind lacks
+        wanted = ACCURACY if "accuracy" in header else PERFORMANCE
+        missing = [c for c in wanted if c not in header]
+        what = "an accuracy" if "accuracy" in header else "a performance"
+        raise InputError(f"{path}:1: missing column(s) {', '.join(missing)} for {what} CSV; "
+                         "header: " + ",".join(header)[:200])
+    if "dev" not in header and device is None:
+        raise InputError(f"{path}:1: no dev column; give --device (cpu, cuda ...) for the "
+                         "device the file is for")
     col = {name: header.index(name) for name in header}
     records: list[Record] = []
     seen: set[tuple[str, str]] = set()
@@ -51,20 +64,28 @@ def parse(path: Path, text: str, unit_scale: float | None,
             raise InputError(f"{place}: {len(row)} fields, the header has {len(header)}")
         # the harness appends failure rows with fewer fields (dev,name,batch_size,0.0,0.0)
         cell = {name: row[i].strip() for name, i in col.items() if i < len(row)}
-        short = [c for c in (ACCURACY if kind == "accuracy" else PERFORMANCE[:3])
+        short = [c for c in (ACCURACY if kind == "accuracy" else PERFORMANCE[:2])
                  if c not in cell]
         if short:
             raise InputError(f"{place}: {len(row)} fields, missing {', '.join(short)}")
-        device = param(cell["dev"], place, "dev")
+        dev = param(cell["dev"], place, "dev") if "dev" in cell else device
+        if device is not None and dev != device:
+            raise InputError(f"{place}: dev is {dev!r}, --device says {device!r}")
         model = param(cell["name"], place, "name")
-        if (device, model) in seen:
-            raise InputError(f"{place}: {device}/{model} appears twice")
-        seen.add((device, model))
-        key = (device, model)
+        if (dev, model) in seen:
+            raise InputError(f"{place}: {dev}/{model} appears twice")
+        seen.add((dev, model))
+        key = (dev, model)
+        if cell.get("graph_breaks"):
+            records.append(Record("dynamo", "track_graph_breaks", key, number(
+                cell["graph_breaks"], place, "graph_breaks", allow_zero=True,
+                from_string=True)))
         if kind == "accuracy":
             status = cell["accuracy"]
             if status not in STATUSES and not status.startswith("fail"):
-                raise InputError(f"{place}: unknown accuracy status {status!r}")
+                raise InputError(f"{place}: unknown accuracy status {status[:40]!r} (known: "
+                                 "pass, pass_due_to_skip, fail_*, eager_*, OOM, timeout, "
+                                 "model_fail_to_load, infra_error)")
             records.append(Record("dynamo", "track_accuracy_failure", key,
                                   0.0 if status.startswith("pass") else 1.0))
             continue
