@@ -68,3 +68,20 @@ def test_alert_output_to_a_symlink_and_a_directory(tmp_path, capsys):
     assert exit_code([*args, "--output", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot write" in err[0]
+
+
+def test_only_the_scratch_files_of_killed_writers_are_removed(tmp_path):
+    from torchpulse.files import remove_leftovers
+
+    machine = tmp_path / "m"
+    machine.mkdir()
+    mine = [tmp_path / ".benchmarks.json.k2j4_x9a.tmp", machine / ".abc-e.json.0a1b2c3d.tmp",
+            machine / ".write-q8w7e6r5"]
+    theirs = [tmp_path / "notes.tmp", machine / ".hidden", machine / "abc.json",
+              machine / ".x.json.short.tmp", tmp_path / ".write-me"]
+    for path in mine[:2] + theirs:
+        path.write_text("x")
+    mine[2].mkdir()
+    (mine[2] / "m").mkdir()
+    assert remove_leftovers(tmp_path) == 3
+    assert not any(p.exists() for p in mine) and all(p.exists() for p in theirs)

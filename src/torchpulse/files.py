@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable
@@ -61,3 +63,27 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 def write_json_atomically(path: Path, data: object) -> None:
     write_text_atomically(path, json.dumps(data, indent=4, sort_keys=True) + "\n")
+
+
+# what write_atomically (".NAME.XXXXXXXX.tmp") and the results adapter's staging folders
+# (".write-XXXXXXXX") are called: a killed writer leaves them behind
+_LEFTOVER = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.tmp|\.write-[A-Za-z0-9_]{8}")
+
+
+def remove_leftovers(folder: Path, depth: int = 2) -> int:
+    """Remove what killed atomic writes left in ``folder`` and its subfolders (``depth``
+    levels): only names this module's writers give their scratch files. Call it holding the
+    lock the writers hold, so no live write is touched. Returns how many were removed."""
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    for entry in folder.iterdir():
+        if _LEFTOVER.fullmatch(entry.name) and not entry.is_symlink():
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+            removed += 1
+        elif depth > 1 and entry.is_dir() and not entry.is_symlink():
+            removed += remove_leftovers(entry, depth - 1)
+    return removed

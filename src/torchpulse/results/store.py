@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.files import write_atomically, write_json_atomically
+from torchpulse.files import remove_leftovers, write_atomically, write_json_atomically
 from torchpulse.results import asv_results, external
 from torchpulse.results.importers import Record
 
@@ -46,11 +46,13 @@ def check_name(value: str, what: str) -> str:
 @contextmanager
 def locked(results_dir: Path) -> Iterator[None]:
     """An exclusive lock on the results directory itself (flock on its descriptor: no lock
-    file is left behind), held while reading, merging and writing."""
+    file is left behind), held while reading, merging and writing. Taking it removes the
+    scratch files of writers killed before (``files.remove_leftovers``)."""
     results_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(results_dir, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        remove_leftovers(results_dir)  # of writers killed before: none can be live now
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
