@@ -150,3 +150,14 @@ def test_a_benchmarks_json_that_is_not_an_object_is_one_line(tmp_path, capsys, c
     assert alert(tmp_path) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "benchmarks.json" in err
+
+
+def test_a_results_file_of_the_wrong_shape_is_one_line(tmp_path, capsys):
+    synthetic.build(tmp_path, commits=6, per_cell=1, noise_series=1, seed=1, kinds=("noise",))
+    path = sorted((tmp_path / "results" / synthetic.MACHINE).glob("*-*.json"))[0]
+    data = json.loads(path.read_text())
+    data["results"] = [1, 2]
+    path.write_text(json.dumps(data))
+    assert alert(tmp_path) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not an asv results file" in err and path.name in err

@@ -120,6 +120,7 @@ def test_existing_value_needs_replace_and_nothing_changes_without(project, tmp_p
     ("oss", '{"lstm": {"cudnn": 5e-324}}'),
     ("oss", '{"lstm": {"cudnn": 1' + "0" * 400 + "}}"),
     ("oss", "[" * 100_000 + "]" * 100_000),
+    ("oss", '{"lstm": {"cudnn": 1' + "0" * 5000 + "}}"),
     ("pytest-benchmark", "[" * 100_000 + "]" * 100_000),
     ("dynamo-csv", "dev,name,batch_size,speedup,abs_latency,compilation_latency,"
                    "compression_ratio\ncpu,m,1,1.0,1e-14,1.0,1.0\n"),

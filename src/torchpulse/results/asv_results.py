@@ -36,7 +36,8 @@ class ResultsFileError(TorchpulseError, ValueError):
 def load(path: Path, machine: str | None = None) -> Results:
     try:
         return Results.load(str(path), machine_name=machine)
-    except (asv_util.UserError, OSError, ValueError, KeyError, TypeError) as exc:
+    except (asv_util.UserError, OSError, ValueError, KeyError, TypeError, AttributeError,
+            RecursionError) as exc:  # asv reads a file of the wrong shape with no check
         raise ResultsFileError(f"{path}: not an asv results file ({exc})") from None
 
 

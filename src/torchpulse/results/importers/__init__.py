@@ -96,6 +96,8 @@ def parse_json(text: str, place: str, what: str = "JSON") -> object:
         raise InputError(f"{place}{line}: not {what} ({exc.msg})") from None
     except RecursionError:
         raise InputError(f"{place}: not {what} (nested too deeply)") from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise InputError(f"{place}: not {what} ({str(exc)[:80]})") from None
 
 
 def param(value: object, place: str, what: str) -> str:
