@@ -165,3 +165,27 @@ def test_a_full_disk_leaves_the_tree_as_it_was_or_fully_updated(tmp_path, small_
         (small_disk / "filler").unlink()
         assert run(project.main[1], machine).returncode == 0  # a retry succeeds
     assert failed  # the disk really was too small for some of them
+
+
+@pytest.mark.slow
+def test_a_read_only_results_folder_is_one_line(tmp_path, small_disk):
+    project = make_project(tmp_path / "proj")
+    results = small_disk / "results"
+
+    def run():
+        return subprocess.run(
+            [sys.executable, "-m", "torchpulse.cli", "import", "pep",
+             str(IMPORT_DATA / "pep.log"), "--config", str(project.conf), "--commit",
+             project.main[0], "--machine", "m", "--results-dir", str(results)],
+            capture_output=True, text=True)
+
+    assert run().returncode == 0
+    before = _tree(results)
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    try:
+        done = run()
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "Read-only file system" in done.stderr
+    assert _tree(results) == before
