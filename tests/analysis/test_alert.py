@@ -161,3 +161,12 @@ def test_a_results_file_of_the_wrong_shape_is_one_line(tmp_path, capsys):
     assert alert(tmp_path) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not an asv results file" in err and path.name in err
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "null", "[" * 100_000 + "]" * 100_000])
+def test_an_asv_config_that_is_not_an_object_is_one_line(tmp_path, capsys, content):
+    config = tmp_path / "asv.conf.json"
+    config.write_text(content)
+    assert main(["alert", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(config) in err

@@ -46,6 +46,8 @@ class Project:
             raise ProjectError(f"{path}: {exc}") from None
         except (OSError, ValueError) as exc:  # json5's syntax errors are ValueErrors
             raise ProjectError(f"{path}: cannot read asv config ({exc})") from None
+        except (TypeError, AttributeError, RecursionError):  # asv expects an object
+            raise ProjectError(f"{path}: not an asv config (a JSON object)") from None
         settings = dict(vars(conf))
         root = path.parent
         return cls(path, settings, root / str(settings.get("results_dir") or "results"),
