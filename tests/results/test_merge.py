@@ -120,6 +120,11 @@ def _param_values(kind, data):
         row[columns.index("params")] = [[f"'{SCRIPT}'"] * len(row[columns.index("params")][0])]
 
 
+def _unit(kind, data):
+    if kind == "benchmarks":
+        data["external.bench_fastrnns.Fastrnns.time_forward"]["unit"] = SCRIPT
+
+
 def _machine(kind, data):
     if kind == "machine":
         data["cpu"] = SCRIPT
@@ -140,6 +145,7 @@ def _entry_name(kind, data):
     (_entry_name, "is not a dotted Python name"),
     (_param_names, "markup on a page"),
     (_param_values, "markup on a page"),
+    (_unit, "unit"),
     (_machine, "machine field 'cpu'"),
     (_env, "env_name"),
 ])

@@ -38,6 +38,8 @@ def check_benchmark(name: object, entry: object, where: str) -> None:
         raise UnsafeNameError(f"{where}: {name}: param_names and params must be lists")
     for text in [*names, *(v for axis in values for v in axis)]:
         check_param_text(text, f"{where}: {name}")
+    if entry.get("unit") is not None:  # asv labels graph axes with it
+        check_param_text(entry["unit"], f"{where}: {name}: unit")
 
 
 def check_param_text(text: object, where: str) -> None:
