@@ -124,6 +124,7 @@ class Report:
     threshold: float
     off_branch_files: int
     canary: Canary = Canary()  # the machine canary's readings (none: nothing disturbed)
+    history: History | None = None  # the first-parent history the series were ordered by
 
     @property
     def series_count(self) -> int:
@@ -195,7 +196,7 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
             alerts.append(alert)
     alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))
     return Report(alerts, checked, history_mode, alpha, threshold, off_branch_files,
-                  canary or Canary())
+                  canary or Canary(), history)
 
 
 def run(project: Project, *, machine: str | None = None, branch: str | None = None,

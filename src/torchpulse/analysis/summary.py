@@ -131,9 +131,9 @@ def _machine_info(results_dir: Path, machine: str) -> dict[str, str]:
 
 def build(project: Project, branch: str | None = None) -> Summary:
     """The summary of every machine in ``project``'s results tree."""
-    history = project.history(branch)
     results_dir = project.results_dir
     report = run(project, branch=branch)
+    history = report.history
     names = declared_param_names(results_dir)
     machines = []
     for machine in sorted({c.series.key.machine for c in report.checked}):

@@ -11,7 +11,6 @@ from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_THRESHOLD, FORMA
 from torchpulse.cli.args import (
     EXIT_FAILED,
     EXIT_OK,
-    UsageError,
     add_config,
     add_machine,
     add_output,
@@ -42,18 +41,13 @@ def cmd_alert(args: argparse.Namespace) -> int:
 
 def cmd_disturbed(args: argparse.Namespace) -> int:
     from torchpulse.analysis import alert, disturbance
-    from torchpulse.files import write_text_atomically
 
-    proj = project(args)
-    found = alert.run(proj, machine=args.machine, branch=args.branch)
-    history = proj.history(args.branch)
+    found = alert.run(project(args), machine=args.machine, branch=args.branch)
+    history = found.history
     newest = set(history.commits[-args.newest:]) if args.newest else None
     plan = disturbance.remeasure([c.series for c in found.checked], history.position, newest)
     if args.hashfile:
-        try:
-            write_text_atomically(Path(args.hashfile), "".join(f"{c}\n" for c in plan.commits))
-        except OSError as exc:
-            raise UsageError(f"{args.hashfile}: cannot write ({exc.strerror or exc})") from None
+        write_output("".join(f"{c}\n" for c in plan.commits), args.hashfile)
     if plan.commits:
         print(plan.bench_regex())
         note("disturbed", f"{len(plan.commits)} commit(s) with {len(plan.benchmarks)} "
