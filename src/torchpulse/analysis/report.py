@@ -17,6 +17,7 @@ from torchpulse.analysis.alert import (
     Report,
     percent,
 )
+from torchpulse.text import printable
 
 NOISY_SHOWN = 10  # noisiest series listed in the noise report
 
@@ -41,12 +42,6 @@ def change(alert: Alert) -> str:
     if not alert.before:
         return f"+{human(alert.after - alert.before, alert.unit)}"
     return f"{(alert.ratio - 1) * 100:+.1f}%"
-
-
-def printable(text: str) -> str:
-    """Control characters (terminal escape sequences among them) as visible escapes: names
-    come from results files, which anyone may have written."""
-    return "".join(c if c.isprintable() or c == "\n" else ascii(c)[1:-1] for c in text)
 
 
 _MD_SPECIAL = "\\`*_{}[]()#+-.!|~"

@@ -19,6 +19,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
+from torchpulse.text import printable
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
@@ -34,10 +35,8 @@ class _Handler(SimpleHTTPRequestHandler):
     timeout = IDLE_SECONDS  # an idle keep-alive connection is closed, not held forever
 
     def log_message(self, format: str, *args: object) -> None:
-        # the request line is the client's: printable ASCII only reaches the terminal
-        line = (format % args).encode("ascii", "backslashreplace").decode("ascii")
-        line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
-        sys.stderr.write(f"{self.address_string()} {line}\n")
+        # the request line is the client's: no control character reaches the terminal
+        sys.stderr.write(f"{self.address_string()} {printable(format % args)}\n")
 
     def send_head(self):  # noqa: ANN201 (http.server's signature)
         path = self.translate_path(self.path)
