@@ -54,7 +54,7 @@ def _check_source(tree: Path) -> None:
         validate_machine_info(name, read_json_object(path), str(path))
     for rel, path in _result_files(tree).items():
         data = read_json_object(path)
-        if names.infinite_values(path.read_text()):
+        if names.has_infinite(data.get("results")):
             raise StoreError(f"{path}: holds an infinite value (asv's publish cannot handle "
                              "one)")
         names.check_param_text(str(data.get("env_name", "")), f"{path}: env_name")

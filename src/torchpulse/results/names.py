@@ -6,6 +6,7 @@ infinity, on which asv's step detection at publish time grows without bound."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from torchpulse.errors import TorchpulseError
@@ -49,17 +50,13 @@ def check_param_text(text: object, where: str) -> None:
                               "over 200 characters")
 
 
-def infinite_values(text: str) -> bool:
-    """Whether a results file's JSON text holds an Infinity or -Infinity (NaN is asv's mark
-    of a skipped combination and fine)."""
-    import json
-
-    found = False
-
-    def constant(name: str) -> float:
-        nonlocal found
-        found = found or name != "NaN"
-        return float(name)
-
-    json.loads(text, parse_constant=constant)
-    return found
+def has_infinite(value: object) -> bool:
+    """Whether parsed JSON holds an infinite number anywhere (NaN is asv's mark of a skipped
+    combination and fine)."""
+    if isinstance(value, float):
+        return math.isinf(value)
+    if isinstance(value, dict):
+        return any(has_infinite(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_infinite(v) for v in value)
+    return False

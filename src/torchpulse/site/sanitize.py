@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from torchpulse.files import write_json_atomically
-from torchpulse.results.names import UnsafeNameError, check_benchmark, infinite_values
+from torchpulse.results.names import UnsafeNameError, check_benchmark, has_infinite
 
 INDEX = "index.json"
 
@@ -50,10 +50,9 @@ def check_results(results_dir: Path) -> None:
         if path.name == "machine.json":
             continue
         try:
-            text = path.read_text(encoding="utf-8")
-            bad = infinite_values(text)
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
             continue  # asv reports unreadable files itself
-        if bad:
+        if isinstance(data, dict) and has_infinite(data.get("results")):
             raise UnsafeNameError(f"{path}: holds an infinite value, which asv's publish "
                                   "cannot handle; remove that result (asv rm) or the file")
