@@ -34,6 +34,12 @@ def site(tmp_path_factory):
     path = tmp_path_factory.mktemp("browser-site")
     synthetic.build(path, commits=COMMITS, per_cell=1, noise_series=1, seed=31,
                     kinds=("step", "noise"), sizes=(0.2,), distances=(4,))
+    yield from published_and_served(path)
+
+
+def published_and_served(path):
+    """Publish the project at ``path`` and serve it on a free loopback port with the real
+    CLI; yields the site's URL, stops the server after."""
     subprocess.run([sys.executable, "-m", "torchpulse.cli", "publish", "--config",
                     str(path / "asv.conf.json")], check=True, capture_output=True)
     server = subprocess.Popen(
@@ -222,18 +228,7 @@ def hostile_site(tmp_path_factory):
     info = json.loads(machine.read_text())
     info.update(cpu=PWN, os=PWN)
     machine.write_text(json.dumps(info))
-    subprocess.run([sys.executable, "-m", "torchpulse.cli", "publish", "--config",
-                    str(path / "asv.conf.json")], check=True, capture_output=True)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "torchpulse.cli", "serve", "--port", "0", "--config",
-         str(path / "asv.conf.json")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        text=True)
-    try:
-        line = server.stdout.readline()
-        yield next(w for w in line.split() if w.startswith("http://"))
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    yield from published_and_served(path)
 
 
 def test_hostile_names_show_as_text_and_run_no_script(hostile_site, browser):
