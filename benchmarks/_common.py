@@ -10,6 +10,8 @@ import os
 
 import torch
 
+from ._tree import load
+
 
 def _cpu_only() -> bool:
     """Whether this run can never touch CUDA (a CPU build of torch, or TORCHPULSE_DEVICE=cpu):
@@ -35,8 +37,19 @@ except ImportError as _exc:  # an old commit's package
     _suite_error = str(_exc)
 
 
-# torchpulse.suite.API_VERSION these suites need (older packages: benchmarks skipped)
-_REQUIRED_API = 1
+# torchpulse.suite.API_VERSION these suites need (older packages: benchmarks skipped): 2, the
+# suite takes the sizes table of this working tree
+_REQUIRED_API = 2
+_sizes = load("sizes.py")
+
+
+def _check_api():
+    """NotImplementedError (asv's "skipped") when this commit's package cannot run the suites
+    at this working tree's sizes."""
+    if _suite is None:
+        raise NotImplementedError(f"torchpulse.suite missing: {_suite_error}")
+    if getattr(_suite, "API_VERSION", 0) < _REQUIRED_API:
+        raise NotImplementedError("this commit's torchpulse.suite predates these suites")
 
 
 def _read_region_clock() -> float:
@@ -44,6 +57,9 @@ def _read_region_clock() -> float:
 
 
 class _WorkloadSuite:
+    """fastrnns runners of one family. Subclasses' versions end in the sizes' digest: a size
+    change starts new series."""
+
     family = ""
     param_names = ["runner"]
     # One process per benchmark, warmed up by torchpulse: no asv warm-up, one call per
@@ -56,11 +72,8 @@ class _WorkloadSuite:
     timer = staticmethod(_read_region_clock)
 
     def setup(self, runner):
-        if _suite is None:
-            raise NotImplementedError(f"torchpulse.suite missing: {_suite_error}")
-        if getattr(_suite, "API_VERSION", 0) < _REQUIRED_API:
-            raise NotImplementedError("this commit's torchpulse.suite predates these suites")
-        self.workload = _suite.workload(runner, self.family)
+        _check_api()
+        self.workload = _suite.workload(runner, self.family, _sizes.FASTRNNS)
         self.clock = _suite.clock()
 
     # Each process measures one thing and warms up only that, on its first call and outside

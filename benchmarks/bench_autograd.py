@@ -8,7 +8,7 @@ declared (model, task) pair is one the model runs and nothing is skipped on ever
 import torch
 
 from ._canary import MachineCanary  # noqa: F401  (runs after the pairs)
-from ._common import _cpu_only, _suite
+from ._common import _check_api, _cpu_only, _sizes, _suite
 from ._tree import load
 
 try:  # preimport for the forkserver: every pair's process would pay for it (~1 s, scipy)
@@ -40,10 +40,19 @@ if _cpu_only():
 _choices = load("autograd/choices.py")
 
 
+def _models(tasks):
+    """The models whose task list is ``tasks``."""
+    return [m for m in _choices.MODELS if set(_choices.MODEL_TASKS[m]) == set(tasks)]
+
+
 def _grid(tasks):
     """[the models whose task list is ``tasks``, those tasks in the suite's order]."""
-    models = [m for m in _choices.MODELS if set(_choices.MODEL_TASKS[m]) == set(tasks)]
-    return [models, [t for t in _choices.TASKS if t in tasks]]
+    return [_models(tasks), [t for t in _choices.TASKS if t in tasks]]
+
+
+def _version(tasks):
+    """2 (sizes from the working tree), then the digest of these models' sizes."""
+    return "2-" + _sizes.digest({m: _sizes.AUTOGRAD[m] for m in _models(tasks)})
 
 
 class _Pairs:
@@ -55,11 +64,8 @@ class _Pairs:
     repeat = (4, 12, 0.3)
 
     def setup(self, model, task):
-        if _suite is None:
-            raise NotImplementedError("this commit's package has no torchpulse.suite")
-        if not hasattr(_suite, "autograd_task"):
-            raise NotImplementedError("this commit's torchpulse has no functional-autograd suite")
-        self.prepared = _suite.autograd_task(model, task)
+        _check_api()
+        self.prepared = _suite.autograd_task(model, task, _sizes.AUTOGRAD)
 
     def time_task(self, model, task):
         self.prepared.call()
@@ -68,22 +74,21 @@ class _Pairs:
 
 class FunctionalAutograd(_Pairs):
     """The models that run vjp, jvp and vhp (the class keeps its name: its series are the
-    same as when it declared every model x task). Version 2: smaller cpu sizes for resnet18,
-    fcn_resnet and detr."""
+    same as when it declared every model x task)."""
 
-    version = "2"
+    version = _version(_choices.FAST_TASKS)
     params = _grid(_choices.FAST_TASKS)
 
 
 class FunctionalAutogradVjpOnly(_Pairs):
     """Models with no double backward (deepspeech's LSTM)."""
 
-    version = "1"
+    version = _version(_choices.FAST_TASKS_NO_DOUBLE_BACK)
     params = _grid(_choices.FAST_TASKS_NO_DOUBLE_BACK)
 
 
 class FunctionalAutogradAllTasks(_Pairs):
     """Models that run all ten tasks (the ppl models)."""
 
-    version = "1"
+    version = _version(_choices.ALL_TASKS)
     params = _grid(_choices.ALL_TASKS)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from torchpulse import suite
+from torchpulse import sizes, suite
 from torchpulse.analysis.disturbance import CANARY_METHOD
 from torchpulse.fastrnns.choices import CNN_RUNNERS, LSTM_RUNNERS, VL_RUNNERS
 
@@ -30,9 +30,11 @@ def bench():
 @pytest.fixture
 def smoke(monkeypatch):
     monkeypatch.setenv("TORCHPULSE_PRESET", "smoke")
-    suite.workload.cache_clear()
+    suite._workload.cache_clear()
+    suite._autograd_task.cache_clear()
     yield
-    suite.workload.cache_clear()
+    suite._workload.cache_clear()
+    suite._autograd_task.cache_clear()
 
 
 def test_suites_cover_every_runner_with_explicit_versions(bench):
@@ -48,9 +50,67 @@ def test_suites_cover_every_runner_with_explicit_versions(bench):
 
 def test_unknown_or_foreign_runner_is_skipped_not_failed(smoke):
     with pytest.raises(NotImplementedError):
-        suite.workload("gru", "rnns")
+        suite.workload("gru", "rnns", sizes.FASTRNNS)
     with pytest.raises(NotImplementedError):
-        suite.workload("resnet18", "rnns")
+        suite.workload("resnet18", "rnns", sizes.FASTRNNS)
+
+
+def test_the_suite_measures_at_the_sizes_it_is_handed_not_its_own(smoke):
+    """The sizes come from the suites' working tree: a commit whose own table differs is
+    still measured at the run's sizes (a series never changes size in the middle)."""
+    table = {**sizes.FASTRNNS, "smoke": {**sizes.FASTRNNS["smoke"], "seq_length": 7}}
+    built = suite.workload("aten", "rnns", table)
+    assert built.preset.seq_length == 7 != sizes.FASTRNNS["smoke"]["seq_length"]
+    assert suite.workload("aten", "rnns", table) is built  # once per process
+    assert suite.workload("aten", "rnns", sizes.FASTRNNS).preset.seq_length == 5
+
+    def params(width):
+        autograd = {**sizes.AUTOGRAD, "fcn_resnet": {"smoke": {
+            "batch": 1, "image": 32, "backbone_width": width}}}
+        prepared = suite.autograd_task("fcn_resnet", "vjp", autograd)
+        return sum(t.numel() for t in prepared.inputs)
+
+    assert params(4) < params(8)
+
+
+def test_sizes_the_package_cannot_take_are_skipped_not_failed(smoke):
+    newer = {**sizes.FASTRNNS, "smoke": {**sizes.FASTRNNS["smoke"], "fused_heads": 2}}
+    with pytest.raises(NotImplementedError, match="fused_heads"):
+        suite.workload("aten", "rnns", newer)
+    with pytest.raises(NotImplementedError, match="no sizes for smoke"):
+        suite.workload("aten", "rnns", {"cpu": sizes.FASTRNNS["cpu"]})
+    with pytest.raises(NotImplementedError, match="no sizes for detr/smoke"):
+        suite.autograd_task("detr", "vjp", {"resnet18": sizes.AUTOGRAD["resnet18"]})
+
+
+def test_the_package_and_the_suites_read_one_table():
+    """The CLI (presets, autograd models) measures at the sizes the asv suites pass."""
+    from torchpulse.autograd.models import BY_NAME
+    from torchpulse.presets import PRESETS
+
+    for name, row in sizes.FASTRNNS.items():
+        assert PRESETS[name] == PRESETS[name].from_sizes(name, row)
+    assert set(PRESETS) == set(sizes.FASTRNNS)
+    for model, rows in sizes.AUTOGRAD.items():
+        assert BY_NAME[model].sizes == rows
+    assert set(BY_NAME) == set(sizes.AUTOGRAD)
+
+
+def test_a_size_change_gives_the_suites_new_versions(bench):
+    """The workload suites' versions end in the digest of the sizes they pass: changing a size
+    starts new series instead of a step in the old ones."""
+    module = importlib.import_module("benchmarks.bench_autograd")
+    digest = sizes.digest(sizes.FASTRNNS)
+    for cls in (bench["bench_rnns"].LSTM, bench["bench_rnns"].VariableLengthLSTM,
+                bench["bench_cnns"].ResNet):
+        assert cls.version == "2-" + digest
+    assert module.FunctionalAutograd.version.startswith("2-")
+    changed = {**sizes.AUTOGRAD, "detr": {**sizes.AUTOGRAD["detr"], "cpu": {}}}
+    assert module._version(("vjp", "vhp", "jvp")) != "2-" + sizes.digest(
+        {m: changed[m] for m in module._models(("vjp", "vhp", "jvp"))})
+    assert sizes.digest({"a": 1, "b": 2}) == sizes.digest({"b": 2, "a": 1})
+    assert sizes.digest(sizes.FASTRNNS) != sizes.digest(
+        {**sizes.FASTRNNS, "cpu": {**sizes.FASTRNNS["cpu"], "seq_length": 24}})
 
 
 def test_package_with_an_older_suite_api_is_skipped(bench, smoke, monkeypatch):
@@ -77,7 +137,7 @@ def test_benchmark_flow_as_asv_runs_it(bench, smoke):
 
 
 def test_warm_up_runs_settle_iterations_once(smoke, monkeypatch):
-    built = suite.workload("py", "rnns")
+    built = suite.workload("py", "rnns", sizes.FASTRNNS)
     calls = []
     monkeypatch.setattr(built, "forward", lambda *a: calls.append("f"))
     suite.warm_up(built, "forward")

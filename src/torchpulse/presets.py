@@ -1,4 +1,4 @@
-"""Workload size presets.
+"""Workload size presets of the fastrnns runners, built from the sizes table (sizes.py).
 
 ``cuda`` is the upstream fastrnns default; ``cpu`` is sized so that one timed sample takes
 roughly 10-100 ms on two cores (the variable-length runners loop in Python over every
@@ -12,6 +12,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
+from torchpulse import sizes
 from torchpulse.errors import TorchpulseError
 
 PRESET_ENV = "TORCHPULSE_PRESET"
@@ -51,23 +52,15 @@ class Preset:
     def replace(self, **changes: object) -> Preset:
         return dataclasses.replace(self, **changes)
 
+    @classmethod
+    def from_sizes(cls, name: str, table: dict[str, object]) -> Preset:
+        """The preset ``name`` with the sizes of ``table`` (a row of sizes.FASTRNNS); a key
+        this class lacks is a TypeError, never silently left out."""
+        return cls(name=name, **table)
+
 
 PRESETS: dict[str, Preset] = {
-    "cuda": Preset(
-        name="cuda", seq_length=100, num_layers=1, input_size=512, hidden_size=512,
-        mini_batch=64, image_batch=32, image_size=224, warmup=10, nloops=100,
-    ),
-    "cpu": Preset(
-        name="cpu", seq_length=50, num_layers=1, input_size=256, hidden_size=256,
-        mini_batch=16, image_batch=1, image_size=96, warmup=5, nloops=20, varlen_scale=0.25,
-        num_threads=1,
-    ),
-    "smoke": Preset(
-        name="smoke", seq_length=5, num_layers=1, input_size=8, hidden_size=8,
-        mini_batch=3, image_batch=2, image_size=32, warmup=5, nloops=2, varlen_scale=0.05,
-        num_threads=1,
-    ),
-}
+    name: Preset.from_sizes(name, table) for name, table in sizes.FASTRNNS.items()}
 
 
 class UnknownPresetError(TorchpulseError, ValueError):

@@ -3,20 +3,27 @@
 asv runs every benchmark in its own process and, since asv_runner 0.3, re-runs ``setup``
 before every sample (asv#966). Building a workload (model, inputs, TorchScript compilation,
 warm-up) therefore happens once per process here, and ``setup`` only looks it up.
+
+The sizes come from the suites (API 2): they pass the table of the working tree they were
+loaded from (torchpulse/sizes.py there), so every commit is measured at the same sizes,
+whatever this commit's own table says.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 
 from torchpulse.fastrnns.runners import RUNNERS, Workload
-from torchpulse.presets import default_device, resolve_preset
+from torchpulse.presets import Preset, default_device, resolve_preset
 from torchpulse.timing import RegionClock
 
 # What benchmarks/ may rely on in this module. Benchmarks come from the working tree but the
 # package from each commit, so the suite skips commits whose package offers less; bump this
 # (and benchmarks/_common.py's requirement) when the suite starts calling something new.
-API_VERSION = 1
+# 2: workload() and autograd_task() take the sizes table from the suites.
+API_VERSION = 2
 
 
 @functools.cache
@@ -34,16 +41,46 @@ def read_clock() -> float:
     return clock()()
 
 
-@functools.cache
-def workload(runner: str, family: str) -> Workload:
-    """The runner built at the preset for this device (not yet warmed up).
+def preset_name() -> str:
+    """The preset this process measures at: $TORCHPULSE_PRESET, else the device's."""
+    return resolve_preset(device=device()).name
 
-    Raises NotImplementedError (asv's "skipped") when this version of torchpulse lacks it.
+
+def _row(table: dict, *keys: str) -> dict:
+    """table[keys...] for this preset; NotImplementedError (asv's "skipped") when the table
+    has no sizes for it."""
+    row = table
+    for key in (*keys, preset_name()):
+        if not isinstance(row, dict) or key not in row:
+            raise NotImplementedError(f"no sizes for {'/'.join((*keys, preset_name()))}")
+        row = row[key]
+    return row
+
+
+def _frozen(row: dict) -> str:
+    return json.dumps(row, sort_keys=True)  # hashable, for the per-process caches
+
+
+def workload(runner: str, family: str, sizes: dict) -> Workload:
+    """The runner built at ``sizes`` (sizes.FASTRNNS: preset -> Preset fields) for this
+    device's preset, not yet warmed up; built once per process.
+
+    Raises NotImplementedError (asv's "skipped") when this version of torchpulse lacks the
+    runner or a size field the table gives.
     """
+    return _workload(runner, family, _frozen(_row(sizes)))
+
+
+@functools.cache
+def _workload(runner: str, family: str, row: str) -> Workload:
     spec = RUNNERS.get(runner)
     if spec is None or spec.family != family:
         raise NotImplementedError(f"runner {runner!r} is not in this version of torchpulse")
-    return Workload(spec, resolve_preset(device=device()), device())
+    try:
+        preset = Preset.from_sizes(preset_name(), json.loads(row))
+    except TypeError as exc:  # a size field this version does not have
+        raise NotImplementedError(f"sizes this torchpulse cannot take: {exc}") from None
+    return Workload(spec, preset, device())
 
 
 _warm: set[tuple[int, str]] = set()
@@ -62,11 +99,16 @@ def warm_up(built: Workload, kind: str) -> None:
     _warm.add((id(built), kind))
 
 
+def autograd_task(model: str, task: str, sizes: dict):  # -> autograd.run.Prepared
+    """A functional-autograd (model, task) pair built at ``sizes`` (sizes.AUTOGRAD: model ->
+    preset -> the getter's sizes) for this device's preset, warmed up once per process.
+    NotImplementedError (asv's "skipped") for a pair the model does not run (deepspeech has
+    no double backward; most models run vjp, vhp and jvp only)."""
+    return _autograd_task(model, task, _frozen(_row(sizes, model)))
+
+
 @functools.cache
-def autograd_task(model: str, task: str):  # -> torchpulse.autograd.run.Prepared
-    """A functional-autograd (model, task) pair built at the device's preset and warmed up
-    once per process. NotImplementedError (asv's "skipped") for a pair the model does not
-    run (deepspeech has no double backward; most models run vjp, vhp and jvp only)."""
+def _autograd_task(model: str, task: str, row: str):
     import torch
 
     from torchpulse.autograd.models import BY_NAME, is_supported
@@ -77,7 +119,8 @@ def autograd_task(model: str, task: str):  # -> torchpulse.autograd.run.Prepared
     preset = resolve_preset(device=device())
     if preset.num_threads:
         torch.set_num_threads(preset.num_threads)
-    prepared = Prepared(BY_NAME[model], task, torch.device(device()), preset.name, preset.seed)
+    sized = dataclasses.replace(BY_NAME[model], sizes={preset.name: json.loads(row)})
+    prepared = Prepared(sized, task, torch.device(device()), preset.name, preset.seed)
     prepared.call()  # warm-up, outside any timed region
     return prepared
 

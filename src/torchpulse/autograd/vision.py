@@ -27,13 +27,15 @@ class FCN(nn.Module):
     """FCN-ResNet50 as torchvision's fcn_resnet50 (no auxiliary head): a dilated backbone
     (output stride 8), a 3x3 head and bilinear upsampling to the input size."""
 
-    def __init__(self, num_classes: int = 21) -> None:
+    def __init__(self, num_classes: int = 21, width: int = 64) -> None:
         super().__init__()
-        self.backbone = ResNet(Bottleneck, [3, 4, 6, 3], dilate=(False, True, True))
+        self.backbone = ResNet(Bottleneck, [3, 4, 6, 3], dilate=(False, True, True),
+                               width=width)
         del self.backbone.fc
-        self.head = nn.Sequential(nn.Conv2d(2048, 512, 3, padding=1, bias=False),
-                                  nn.BatchNorm2d(512), nn.ReLU(), nn.Dropout(0.1),
-                                  nn.Conv2d(512, num_classes, 1))
+        channels = self.backbone.out_channels  # 2048 at torchvision's width
+        self.head = nn.Sequential(nn.Conv2d(channels, channels // 4, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(channels // 4), nn.ReLU(), nn.Dropout(0.1),
+                                  nn.Conv2d(channels // 4, num_classes, 1))
 
     def forward(self, x: Tensor) -> dict[str, Tensor]:
         out = self.head(self.backbone.features(x))
@@ -45,8 +47,8 @@ def fcn_resnet(device: torch.device, size: dict[str, Any]) -> tuple[LossFn, tupl
     n, image, classes = size["batch"], size["image"], 21
     inputs = torch.rand(n, 3, image, image).to(device)
     labels = torch.rand(n, classes, image, image).to(device)
-    return functionalize(FCN(classes), lambda call: F.mse_loss(call(inputs)["out"], labels),
-                         device)
+    model = FCN(classes, size.get("backbone_width", 64))
+    return functionalize(model, lambda call: F.mse_loss(call(inputs)["out"], labels), device)
 
 
 class DETR(nn.Module):
@@ -54,11 +56,11 @@ class DETR(nn.Module):
     row/column positional encodings, nn.Transformer, class and box heads."""
 
     def __init__(self, num_classes: int, hidden_dim: int, nheads: int, encoder_layers: int,
-                 decoder_layers: int, queries: int = 100) -> None:
+                 decoder_layers: int, queries: int = 100, width: int = 64) -> None:
         super().__init__()
-        self.backbone = ResNet(Bottleneck, [3, 4, 6, 3])
+        self.backbone = ResNet(Bottleneck, [3, 4, 6, 3], width=width)
         del self.backbone.fc
-        self.conv = nn.Conv2d(2048, hidden_dim, 1)
+        self.conv = nn.Conv2d(self.backbone.out_channels, hidden_dim, 1)
         with warnings.catch_warnings():  # nested tensors need batch_first; not used here
             warnings.filterwarnings("ignore", message="enable_nested_tensor")
             self.transformer = nn.Transformer(hidden_dim, nheads, encoder_layers,
@@ -102,7 +104,7 @@ def detr(device: torch.device, size: dict[str, Any]) -> tuple[LossFn, tuple[Tens
     n, height, width = size["batch"], size["height"], size["width"]
     num_classes = 91
     model = DETR(num_classes, size["hidden"], size["heads"], size["encoder_layers"],
-                 size["decoder_layers"], size["queries"])
+                 size["decoder_layers"], size["queries"], size.get("backbone_width", 64))
     weights = {"loss_ce": 1.0, "loss_bbox": 5.0, "loss_giou": 2.0}
     criterion = SetCriterion(num_classes, HungarianMatcher(1, 5, 2), weights, 0.1).to(device)
     inputs = torch.rand(n, 3, height, width).to(device)

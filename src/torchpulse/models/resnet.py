@@ -77,22 +77,27 @@ class ResNet(nn.Module):
     def __init__(
         self, block: type[BasicBlock] | type[Bottleneck], layers: list[int],
         num_classes: int = 1000, dilate: tuple[bool, bool, bool] = (False, False, False),
+        width: int = 64,
     ) -> None:
         """``dilate``: replace the stride of layer2..4 by dilation (torchvision's
-        replace_stride_with_dilation; Bottleneck only), as FCN and DeepLab backbones do."""
+        replace_stride_with_dilation; Bottleneck only), as FCN and DeepLab backbones do.
+        ``width``: channels of the stem and the first stage (torchvision's 64), doubling per
+        stage; narrower backbones keep every layer and op at a fraction of the work (the
+        cpu preset's backbones)."""
         super().__init__()
-        self.inplanes = 64
+        self.inplanes = width
         self.dilation = 1
-        self.conv1 = nn.Conv2d(3, 64, kernel_size=7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
+        self.conv1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
-        self.layer1 = self._make_layer(block, 64, layers[0])
-        self.layer2 = self._make_layer(block, 128, layers[1], stride=2, dilate=dilate[0])
-        self.layer3 = self._make_layer(block, 256, layers[2], stride=2, dilate=dilate[1])
-        self.layer4 = self._make_layer(block, 512, layers[3], stride=2, dilate=dilate[2])
+        self.layer1 = self._make_layer(block, width, layers[0])
+        self.layer2 = self._make_layer(block, 2 * width, layers[1], stride=2, dilate=dilate[0])
+        self.layer3 = self._make_layer(block, 4 * width, layers[2], stride=2, dilate=dilate[1])
+        self.layer4 = self._make_layer(block, 8 * width, layers[3], stride=2, dilate=dilate[2])
+        self.out_channels = 8 * width * block.expansion
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(512 * block.expansion, num_classes)
+        self.fc = nn.Linear(self.out_channels, num_classes)
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
