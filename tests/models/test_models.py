@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from torchpulse.models.resnet import own_resnet18, own_resnet50, resnet_builder
+from torchpulse.models.resnet import Bottleneck, ResNet, own_resnet18, own_resnet50, resnet_builder
 
 
 def n_params(model):
@@ -12,6 +12,16 @@ def n_params(model):
                                               (own_resnet50, 25_557_032)])
 def test_own_resnets_have_torchvisions_parameter_counts(build, count):
     assert n_params(build()) == count
+
+
+def test_a_narrow_resnet50_keeps_every_layer_at_a_fraction_of_the_weights():
+    """The cpu preset's FCN and DETR backbones: width 16 instead of 64."""
+    full, narrow = own_resnet50(), ResNet(Bottleneck, [3, 4, 6, 3], width=16)
+    assert narrow.out_channels == 512 and full.out_channels == 2048
+    assert [type(m) for m in narrow.modules()] == [type(m) for m in full.modules()]
+    assert n_params(narrow) < n_params(full) / 10
+    with torch.no_grad():
+        assert narrow.eval().features(torch.randn(1, 3, 32, 32)).shape == (1, 512, 1, 1)
 
 
 def test_own_resnet_runs_on_small_images():
