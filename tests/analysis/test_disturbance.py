@@ -96,6 +96,46 @@ def test_each_place_has_its_own_level_and_slow_readings_cannot_widen_the_limit()
     assert found.levels[("m", "e", second.key.benchmark)] == pytest.approx(0.0155)
 
 
+def _places(values_by_place, starts):
+    """One canary series per place (suite module), readings in ms at ``starts`` (s)."""
+    return [Series(SeriesKey(f"{place}." + disturbance.CANARY_METHOD, (), "m", "e"), "seconds",
+                   [Point(f"c{i}", v / 1e3, (), t * 1000.0, 0.3)
+                    for i, (v, t) in enumerate(zip(values, starts, strict=True))])
+            for place, values in values_by_place.items()]
+
+
+def test_a_machine_that_runs_faster_for_hours_is_judged_at_its_own_speed():
+    """This VM's idle canary read ~17 ms in one run and ~10 ms in a later one. Against the
+    long-run level alone the limit grew to 10x and a 17.6 ms reading in the fast run (a real
+    disturbance: +76 % on the zoo's attention step) passed as ordinary."""
+    slow_run = [0, 150, 300, 450, 600, 750, 900, 1050, 1200, 1350]
+    fast_run = [20000, 20150, 20300, 20450, 20600]
+    starts = slow_run + fast_run
+    noise = [1.0, 1.03, 0.98, 1.02, 0.97, 1.01, 1.04, 0.99, 1.0, 1.02]
+    base = {"_canary": 18.0, "bench_autograd": 17.0, "bench_rnns": 15.0, "bench_compile": 16.0}
+    values = {place: [level * x for x in noise] + [level * 0.6 * x for x in noise[:5]]
+              for place, level in base.items()}
+    values["bench_compile"][-1] = 17.6  # the disturbed reading, in the fast run
+    _, found = disturbance.assess(_places(values, starts))
+    slow = [(r.benchmark.split(".")[0], r.commit) for r in found.slow]
+    assert slow == [("bench_compile", "c14")]
+    zoo = next(r for r in found.readings if r.commit == "c14" and r.slow)
+    assert zoo.ratio == pytest.approx(17.6 / (16.0 * 0.6 * 1.0), rel=0.05)
+    # the long-run levels are still what is reported as usual
+    assert found.levels[("m", "e", "bench_compile." + disturbance.CANARY_METHOD)] > 0.0155
+
+
+def test_a_run_slow_from_end_to_end_is_still_slow():
+    """The local level only ever lowers the usual one: a hog over a whole run is not taken
+    for the machine's new speed."""
+    earlier = list(range(0, 1500, 150))
+    hogged = list(range(20000, 21500, 150))
+    values = {place: [level] * 10 + [level * 2.2] * 10
+              for place, level in {"_canary": 18.0, "bench_rnns": 15.0}.items()}
+    _, found = disturbance.assess(_places(values, earlier + hogged))
+    assert {r.commit for r in found.slow} == {f"c{i}" for i in range(10, 20)}
+
+
 def _history(n):
     return History([f"c{i}" for i in range(n)])
 

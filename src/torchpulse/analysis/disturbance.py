@@ -7,12 +7,18 @@ does. The rule (docs/detection.md explains the figures behind it):
 
 * At each of its places in the run, on one machine and environment, the canary's *usual
   level* is the median of its readings there (the places differ: a canary right after the
-  install reads slower than one between the LSTM classes). A reading is *slow* when it
-  exceeds that level by more than SLOW_RATIO, or by SLOW_SIGMAS robust deviations of the
-  readings when they are noisier than that. The deviation is measured on the readings below
-  the level only: a disturbance only ever slows the canary, so those are the clean ones, and
-  a run with many disturbed readings cannot widen its own limit. (On an idle 2-core VM a
-  place's readings spread by 5-15 %; a CPU hog on one of the two cores doubles them.)
+  install reads slower than one between the LSTM classes).
+* A shared VM also changes speed for hours at a time (here the canary's idle level moved
+  from ~17 to ~10 ms between runs). So a reading is judged against its *local level*: the
+  usual level, lowered when the machine ran faster than usual around it (the median of every
+  place's readings within LOCAL_S, each against its own usual level). It is never raised: a
+  run that is slow from end to end is still slow, not a new normal.
+* A reading is *slow* when it exceeds its local level by more than SLOW_RATIO, or by
+  SLOW_SIGMAS robust deviations of the readings when they are noisier than that. The
+  deviation is measured on the readings below their local levels only: a disturbance only
+  ever slows the canary, so those are the clean ones, and a run with many disturbed readings
+  cannot widen its own limit. (On an idle 2-core VM a place's readings spread by 5-15 %; a
+  CPU hog on one of the two cores doubles them.)
 * A point (one commit of one series) is *disturbed* when the canary reading nearest before
   its asv job started, or the one nearest after it ended, is slow. Readings further than
   REACH_S away say nothing about it; points that no asv run timed (imported results: asv
@@ -45,6 +51,8 @@ SLOW_RATIO = 1.25
 SLOW_SIGMAS = 4.0
 REACH_S = 600.0
 MIN_READINGS = 3  # fewer readings give no usual level: nothing is flagged
+LOCAL_S = 1800.0  # the machine's own speed around a reading: the readings this near in time
+MIN_LOCAL = 8  # ... when there are this many (two commits' worth), else the usual level
 
 
 @dataclass(frozen=True)
@@ -104,20 +112,49 @@ def _read(canaries) -> Canary:
         for p in s.points:
             if p.started_ms is not None and p.value > 0:
                 raw.setdefault((s.key.machine, s.key.env, s.key.benchmark), []).append((s, p))
+    centres = {where: float(np.median(np.log([p.value for _, p in found])))
+               for where, found in raw.items()}
+    local = _local_states(raw, centres)
     readings, levels, limits = [], {}, {}
     for where, found in raw.items():
         logs = np.log([p.value for _, p in found])
-        centre = float(np.median(logs))
-        below = centre - logs[logs < centre]
+        residuals = logs - (centres[where] + np.minimum(0.0, local[where]))
+        below = -residuals[residuals < 0]
         spread = MAD_TO_SD * float(np.median(below)) if len(below) else 0.0
         limit = max(math.log(SLOW_RATIO), SLOW_SIGMAS * spread)
         enough = len(found) >= MIN_READINGS
-        levels[where], limits[where] = math.exp(centre), math.exp(limit)
-        for (s, p), x in zip(found, logs.tolist(), strict=True):
+        levels[where], limits[where] = math.exp(centres[where]), math.exp(limit)
+        for (s, p), e in zip(found, residuals.tolist(), strict=True):
             readings.append(Reading(s.key.machine, s.key.env, p.commit, s.key.benchmark,
-                                    p.started_ms, p.value, math.exp(x - centre),
-                                    enough and x - centre > limit))
+                                    p.started_ms, p.value, math.exp(e),
+                                    enough and e > limit))
     return Canary(tuple(readings), levels, limits)
+
+
+def _local_states(raw: dict, centres: dict) -> dict[tuple[str, str, str], np.ndarray]:
+    """Per reading, how much faster or slower than usual (a log ratio) its machine ran around
+    it: the median, over every place, of the readings within LOCAL_S of it, each against its
+    place's usual level; 0 with fewer than MIN_LOCAL such readings."""
+    timeline: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for (machine, env, bench), found in raw.items():
+        timeline.setdefault((machine, env), []).extend(
+            (p.started_ms, math.log(p.value) - centres[(machine, env, bench)])
+            for _, p in found)
+    for events in timeline.values():
+        events.sort()
+    states = {}
+    reach = 1000.0 * LOCAL_S
+    for where, found in raw.items():
+        events = timeline[where[:2]]
+        starts = [t for t, _ in events]
+        state = []
+        for _, p in found:
+            lo = bisect.bisect_left(starts, p.started_ms - reach)
+            hi = bisect.bisect_right(starts, p.started_ms + reach)
+            near = [x for _, x in events[lo:hi]]
+            state.append(float(np.median(near)) if len(near) >= MIN_LOCAL else 0.0)
+        states[where] = np.array(state)
+    return states
 
 
 def _disturbed(point: Point, readings: list[Reading], starts: list[float]) -> bool:
