@@ -14,7 +14,7 @@ from torchpulse.cli.args import (
     note,
     project,
 )
-from torchpulse.results.external import DEFAULT_SOURCE
+from torchpulse.results.external import DEFAULT_SOURCE, MEASURED
 from torchpulse.results.importers import FORMAT_NAMES
 
 
@@ -46,6 +46,28 @@ def cmd_merge(args: argparse.Namespace) -> int:
     print(f"merged {len(args.sources)} tree(s) into {args.into}: {summary.files_written} "
           f"results file(s) written, machines {', '.join(sorted(summary.machines)) or 'none'}, "
           f"{summary.benchmarks_added} benchmark(s) new to benchmarks.json")
+    return EXIT_OK
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from torchpulse.results import record
+
+    proj = project(args)
+    if args.commit:
+        rev, said = args.commit, "--commit"
+    else:
+        build = record.installed_build(args.package)
+        rev, said = build.commit, f"{build.package} {build.version} ({build.source})"
+    sha, branch = record.resolve(proj, rev)
+    note("record", f"recording {said} as commit {sha[:12]} of {branch} in "
+         f"{proj.local_repo()}, results into {proj.results_dir}")
+    rc = record.run(record.asv_commands(proj, sha, args.bench, args.machine,
+                                        quick=args.quick), cwd=proj.root)
+    if rc != 0:
+        note("record", f"asv exited with {rc}")
+        return rc
+    print(f"recorded commit {sha[:12]}: publish with `torchpulse publish --config "
+          f"{args.config}`, then `torchpulse alert --config {args.config}`")
     return EXIT_OK
 
 
@@ -89,3 +111,26 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--into", required=True, metavar="DIR", help="destination results tree "
                    "(created if missing; existing results are kept)")
     p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser(
+        "record", help="measure the torch (or package) installed here and file the results at "
+        "the commit it was built from",
+        description="Run the suites in this environment, as installed (asv's existing "
+        "environment: nothing is built), and file the results at the commit the installed "
+        "build comes from: torch.version.git_version for torch, the commit pip recorded for "
+        "a package installed from git, or --commit. The commit must be in the config's "
+        "repository (a local clone) on the first-parent history of one of its branches; "
+        "otherwise one line and exit 2. This is how a PyTorch nightly is tracked.",
+    )
+    p.add_argument("--package", default="torch", metavar="NAME",
+                   help="the installed package whose commit files the results (default: torch)")
+    p.add_argument("--commit", metavar="REV", help="the commit instead of the one the "
+                   "package says it was built from")
+    p.add_argument("--bench", default=MEASURED, metavar="RE",
+                   help="asv --bench regular expression (default: every suite but the stubs "
+                   "of imported results)")
+    p.add_argument("--quick", action="store_true",
+                   help="one sample per benchmark (asv --quick): a dry run of the setup")
+    add_machine(p, "asv machine name (default: asv's, the host name)")
+    add_config(p, "its repo is the clone of what the installed build was built from")
+    p.set_defaults(func=cmd_record)

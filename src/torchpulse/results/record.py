@@ -1,0 +1,160 @@
+"""`torchpulse record`: measure what is installed in this environment (a PyTorch nightly, a
+local build, any package) and file the results at the commit it was built from.
+
+asv normally builds every commit itself. For a build someone else made, its "existing"
+environment runs the suites in a given interpreter and ``--set-commit-hash`` files the results
+under a commit of the configured repository, which orders them on the dashboard. What this
+module adds: which commit the installed build comes from, and the checks that it is one asv
+can show (known to the local clone, on the first-parent history of a configured branch).
+
+Where the commit comes from:
+
+* torch: ``torch.version.git_version``, read from torch/version.py without importing torch;
+* any other package installed by pip from git (``pip install git+URL@REV``): the commit pip
+  recorded in its ``direct_url.json`` (PEP 610);
+* otherwise, or to override either: ``--commit``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchpulse.errors import TorchpulseError
+from torchpulse.results.gitrepo import GitError
+from torchpulse.results.project import Project
+
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+
+
+class RecordError(TorchpulseError, ValueError):
+    """An installed build with no commit to file it under, or a commit asv cannot show."""
+
+
+@dataclass(frozen=True)
+class Build:
+    """What is installed: a package, its version, and the commit it says it was built from."""
+
+    package: str
+    version: str
+    commit: str
+    source: str  # where the commit was read
+
+
+def _torch_git_version() -> tuple[str, str] | None:
+    """(version, git_version) from torch/version.py, parsed rather than imported."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and isinstance(node.value, ast.Constant) \
+                        and isinstance(node.value.value, str):
+                    found[target.id] = node.value.value
+    if "git_version" not in found:
+        return None
+    return found.get("__version__", "?"), found["git_version"]
+
+
+def _pip_vcs_commit(dist: importlib.metadata.Distribution) -> str | None:
+    """The commit pip recorded for a VCS install (PEP 610 direct_url.json), if any."""
+    text = dist.read_text("direct_url.json")
+    if not text:
+        return None
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return None
+    vcs = info.get("vcs_info") if isinstance(info, dict) else None
+    commit = vcs.get("commit_id") if isinstance(vcs, dict) else None
+    return commit if isinstance(commit, str) else None
+
+
+def installed_build(package: str) -> Build:
+    """The installed ``package`` and the commit it comes from; RecordError when it does not
+    say (an editable install, a wheel from an index, a build without git)."""
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        raise RecordError(f"{package!r} is not installed in this environment "
+                          f"({sys.executable})") from None
+    version = dist.version
+    if package == "torch":
+        found = _torch_git_version()
+        if found and _SHA.fullmatch(found[1]):
+            return Build(package, found[0], found[1], "torch.version.git_version")
+    commit = _pip_vcs_commit(dist)
+    if commit and _SHA.fullmatch(commit):
+        return Build(package, version, commit, "pip's direct_url.json")
+    raise RecordError(f"{package} {version} does not say which commit it was built from; "
+                      "pass --commit REV")
+
+
+def resolve(project: Project, rev: str) -> tuple[str, str]:
+    """(full sha, branch) of ``rev`` in the project's clone, which must hold it on the
+    first-parent history of a configured branch (asv shows no other commit)."""
+    try:
+        sha = project.resolve(rev)
+    except GitError:
+        raise RecordError(f"commit {rev} is not in {project.local_repo()}: fetch it into "
+                          "that clone (or pass --commit)") from None
+    for branch in project.branches:
+        try:
+            if sha in project.history(branch).position:
+                return sha, branch
+        except GitError:
+            continue
+    raise RecordError(f"commit {sha[:12]} is not on the first-parent history of "
+                      f"{', '.join(project.branches)} in {project.local_repo()}: asv would "
+                      "not show it")
+
+
+def asv_commands(project: Project, sha: str, bench: str, machine: str | None,
+                 python: str = sys.executable, quick: bool = False) -> list[list[str]]:
+    """The asv commands that record ``sha``: this machine's description, then the run in
+    this interpreter's environment."""
+    asv = [python, "-m", "asv"]
+    config = ["--config", str(project.config)]
+    named = ["--machine", machine] if machine else []
+    run = [*asv, "run", *config, *named, "--environment", f"existing:{python}",
+           "--set-commit-hash", sha, "--record-samples", "--show-stderr", "--bench", bench]
+    if quick:
+        run.append("--quick")
+    return [[*asv, "machine", "--yes", *config, *named], run]
+
+
+def asv_environment() -> dict[str, str]:
+    """This process's environment for asv, with PYTHONPATH kept for the benchmarks (asv drops
+    it unless it comes as ASV_PYTHONPATH): they must see what this process sees."""
+    env = dict(os.environ)
+    if env.get("PYTHONPATH") and "ASV_PYTHONPATH" not in env:
+        env["ASV_PYTHONPATH"] = env["PYTHONPATH"]
+    return env
+
+
+def run(commands: list[list[str]], cwd: Path) -> int:
+    """Run ``commands`` in turn (output streamed); the first non-zero exit status, else 0."""
+    env = asv_environment()
+    for command in commands:
+        quiet = command[3] == "machine"  # its description of the machine is noise here
+        proc = subprocess.run(command, cwd=cwd, env=env, check=False,
+                              stdout=subprocess.DEVNULL if quiet else None)
+        if proc.returncode != 0:
+            return proc.returncode
+    return 0

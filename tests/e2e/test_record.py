@@ -1,0 +1,186 @@
+"""`torchpulse record`: two builds of a package installed in turn (pip from git, as a nightly
+or a local build would be) are measured as installed and filed at the commits they came
+from; a commit asv could not show is refused with one line and nothing written."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from asvproject import _git
+
+from torchpulse.results import record
+from torchpulse.results.project import Project
+
+WORK = {  # the package at each commit: the second does 4x the work and says it is build 2
+    "A": "BUILD = 1\n\n\ndef work():\n    return sum(i * i for i in range(20000))\n",
+    "B": "BUILD = 2\n\n\ndef work():\n    return sum(i * i for i in range(80000))\n",
+}
+
+
+def _package_repo(root: Path) -> dict[str, str]:
+    """A git repository of a small package: commits A and B on main, S on a side branch."""
+    root.mkdir(parents=True)
+    _git(root, "init", "-q", "-b", "main")
+    (root / "pyproject.toml").write_text(textwrap.dedent("""\
+        [build-system]
+        requires = ["setuptools"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "fixturepkg"
+        version = "0.1"
+        """))
+    (root / "fixturepkg").mkdir()
+    shas = {}
+    for name in ("A", "B"):
+        (root / "fixturepkg" / "__init__.py").write_text(WORK[name])
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", f"commit {name}")
+        shas[name] = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-q", "-b", "side")
+    (root / "fixturepkg" / "__init__.py").write_text(WORK["A"] + "# side\n")
+    _git(root, "commit", "-q", "-am", "side")
+    shas["S"] = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-q", "main")
+    return shas
+
+
+def _project(root: Path, repo: Path) -> Path:
+    (root / "benchmarks").mkdir(parents=True)
+    (root / "benchmarks" / "__init__.py").write_text("")
+    (root / "benchmarks" / "bench_work.py").write_text(textwrap.dedent("""\
+        import fixturepkg
+
+
+        class Work:
+            repeat = (5, 10, 1.0)
+
+            def time_work(self):
+                fixturepkg.work()
+
+            def track_build(self):
+                return fixturepkg.BUILD
+        """))
+    conf = root / "asv.conf.json"
+    conf.write_text(json.dumps({
+        "version": 1, "project": "fixturepkg", "project_url": "https://example.invalid/",
+        "repo": str(repo), "branches": ["main"], "dvcs": "git",
+        "environment_type": "virtualenv", "benchmark_dir": "benchmarks",
+        "results_dir": "results", "html_dir": "html"}))
+    return conf
+
+
+def _install(repo: Path, sha: str, target: Path) -> None:
+    """pip install from git at ``sha``, as one installs a build of a commit (pip records the
+    commit in direct_url.json)."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--no-index", "--target", str(target),
+                    f"git+file://{repo}@{sha}"], check=True, capture_output=True, timeout=600)
+
+
+def _record(conf: Path, home: Path, site: Path | None, *args: str):
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("PYTHONPATH", None)
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    return subprocess.run([sys.executable, "-m", "torchpulse.cli", "record", "--package",
+                           "fixturepkg", "--config", str(conf), "--machine", "e2e", *args],
+                          env=env, capture_output=True, text=True, timeout=900)
+
+
+def _stored(results: Path) -> dict[str, tuple[float, float]]:
+    """commit -> the stored (track_build, time_work) values."""
+    found = {}
+    for path in results.glob("e2e/*.json"):
+        if path.name == "machine.json":
+            continue
+        r = json.loads(path.read_text())
+        found[r["commit_hash"]] = tuple(r["results"][f"bench_work.Work.{name}"][0][0]
+                                        for name in ("track_build", "time_work"))
+    return found
+
+
+def _tree(results: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(results.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_two_installed_builds_are_filed_at_their_commits_and_published(tmp_path):
+    repo = tmp_path / "fixturepkg"
+    shas = _package_repo(repo)
+    conf = _project(tmp_path / "proj", repo)
+    results = tmp_path / "proj" / "results"
+    for name in ("A", "B"):
+        site = tmp_path / f"site-{name}"
+        _install(repo, shas[name], site)
+        proc = _record(conf, tmp_path, site)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert f"as commit {shas[name][:12]} of main" in proc.stderr
+    stored = _stored(results)
+    assert set(stored) == {shas["A"], shas["B"]}
+    # each commit's results come from the build of that commit, as installed
+    assert stored[shas["A"]][0] == 1 and stored[shas["B"]][0] == 2
+    assert all(time > 0 for _, time in stored.values())
+
+    proc = subprocess.run([sys.executable, "-m", "torchpulse.cli", "publish", "--config",
+                           str(conf)], env={**os.environ, "HOME": str(tmp_path)},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    index = json.loads((tmp_path / "proj" / "html" / "index.json").read_text())
+    assert {shas["A"], shas["B"]} <= set(index["revision_to_hash"].values())
+
+    # refused with one line, nothing written: a commit off the branch, an unknown one, and
+    # a build that does not say where it comes from (installed from a directory)
+    before = _tree(results)
+    off_branch = _record(conf, tmp_path, tmp_path / "site-A", "--commit", shas["S"])
+    unknown = _record(conf, tmp_path, tmp_path / "site-A", "--commit", "0123456789ab")
+    plain = tmp_path / "site-plain"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--no-index", "--target", str(plain), str(repo)],
+                   check=True, capture_output=True, timeout=600)
+    no_commit = _record(conf, tmp_path, plain)
+    for proc, says in ((off_branch, "not on the first-parent history of main"),
+                       (unknown, "is not in"), (no_commit, "pass --commit")):
+        assert proc.returncode == 2, proc.stderr
+        assert says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert _tree(results) == before
+
+
+def test_torch_says_its_commit_as_torch_itself_does():
+    """Read from torch/version.py without importing torch (the CLI stays fast)."""
+    import torch
+
+    build = record.installed_build("torch")
+    assert build.source == "torch.version.git_version"
+    assert (build.commit, build.version) == (torch.version.git_version, torch.__version__)
+
+
+def test_commits_asv_cannot_show_are_refused(tmp_path):
+    from asvproject import make_project
+
+    proj = make_project(tmp_path / "p")
+    project = Project.load(proj.conf)
+    assert record.resolve(project, proj.main[1][:10]) == (proj.main[1], "main")
+    with pytest.raises(record.RecordError, match="not on the first-parent history"):
+        record.resolve(project, proj.side)
+    with pytest.raises(record.RecordError, match="fetch it"):
+        record.resolve(project, "feedfacefeedface")
+    with pytest.raises(record.RecordError, match="not installed"):
+        record.installed_build("no-such-package-here")
+
+
+def test_the_benchmarks_see_what_record_sees(monkeypatch):
+    """asv drops PYTHONPATH for the benchmarks unless it comes as ASV_PYTHONPATH."""
+    monkeypatch.setenv("PYTHONPATH", "/opt/nightly/site")
+    monkeypatch.delenv("ASV_PYTHONPATH", raising=False)
+    assert record.asv_environment()["ASV_PYTHONPATH"] == "/opt/nightly/site"
+    commands = record.asv_commands(Project.load(Path(__file__).parents[2] / "asv.conf.json"),
+                                   "a" * 40, "^x", "m", python="/py")
+    assert commands[0][:4] == ["/py", "-m", "asv", "machine"]
+    run = commands[1]
+    assert run[run.index("--environment") + 1] == "existing:/py"
+    assert run[run.index("--set-commit-hash") + 1] == "a" * 40
