@@ -10,7 +10,7 @@ from paths import ROOT
 
 PACKAGE = ROOT / "src" / "torchpulse"
 # stages in the order data flows through them; a stage may import only earlier ones
-MEASURE = {"fastrnns", "autograd", "compile", "models", "presets", "timing", "suite"}
+MEASURE = {"fastrnns", "autograd", "compile", "models", "sizes", "presets", "timing", "suite"}
 SHARED = {"errors", "files", "text", "__init__"}  # imported by everything, import nothing of ours
 STAGES = [MEASURE, {"results"}, {"analysis"}, {"site"}, {"cli"}]
 
@@ -76,3 +76,29 @@ def test_nothing_cites_documents_outside_the_repository():
     cited = [str(p.relative_to(ROOT)) for p in checked
              if p.is_file() and p != Path(__file__) and outside.search(p.read_text())]
     assert cited == []
+
+
+def test_what_the_suites_load_from_the_working_tree_is_standard_library_only():
+    """benchmarks/_tree.py loads these files by path from the working tree, next to an older
+    commit's torchpulse: they may import nothing but the standard library."""
+    import sys
+
+    loaded = set()
+    for path in (ROOT / "benchmarks").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "load" \
+                    and node.args and isinstance(node.args[0], ast.Constant):
+                loaded.add(node.args[0].value)
+    assert {"sizes.py", "autograd/choices.py", "fastrnns/choices.py"} <= loaded
+    allowed = sys.stdlib_module_names | {"__future__"}
+    for relative in loaded:
+        tree = ast.parse((PACKAGE / relative).read_text())
+        optional = set()  # imported under `try: ... except ImportError`
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Try) and any(
+                    getattr(h.type, "id", None) in ("ImportError", "ModuleNotFoundError")
+                    for h in node.handlers):
+                optional |= {a.name for n in node.body if isinstance(n, ast.Import)
+                             for a in n.names}
+        for name in imports(PACKAGE / relative) - optional:
+            assert name.split(".")[0] in allowed, f"{relative} imports {name}"
