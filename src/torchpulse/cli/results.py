@@ -71,6 +71,20 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from torchpulse.results import scaffold
+
+    plan = scaffold.plan(Path(args.directory), args.repo, branch=args.branch, name=args.name,
+                         torch=args.torch)
+    note("init", f"building torchpulse's wheel and writing {plan.directory}")
+    written = scaffold.create(plan)
+    print(f"created {plan.directory} for {plan.repo} (branch {plan.branch}, torch "
+          f"{plan.pins['torch']}): {', '.join(written)}")
+    print(f"next: edit benchmarks/bench_model.py to build your model, then "
+          f"`cd {args.directory} && make dashboard`")
+    return EXIT_OK
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "import", help="import results other harnesses printed into the asv results tree",
@@ -111,6 +125,27 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--into", required=True, metavar="DIR", help="destination results tree "
                    "(created if missing; existing results are kept)")
     p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser(
+        "init", help="create a benchmark project for another repository (asv.conf.json, "
+        "benchmarks/, Makefile, CI workflow)",
+        description="Write a new asv benchmark project into DIR (absent or empty) for the "
+        "git repository REPO: asv.conf.json aimed at it with torch and torchpulse's "
+        "dependencies pinned at this environment's versions, each commit built and "
+        "installed without dependencies and next to a wheel of this torchpulse, "
+        "benchmarks/ with the machine canary and an example suite on torchpulse.harness, "
+        "a Makefile (make dashboard) and a CI workflow. All or nothing.",
+    )
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("--repo", required=True, metavar="PATH|URL",
+                   help="the repository to track: a local clone, or a URL asv clones")
+    p.add_argument("--branch", metavar="NAME", help="its branch (default: the clone's "
+                   "checked-out branch; required for a URL)")
+    p.add_argument("--name", metavar="NAME", help="its distribution name, for asv's "
+                   "uninstall step (default: the repository's folder name)")
+    p.add_argument("--torch", metavar="VERSION", help="the torch version asv installs "
+                   "(default: this environment's, without its local tag)")
+    p.set_defaults(func=cmd_init)
 
     p = sub.add_parser(
         "record", help="measure the torch (or package) installed here and file the results at "

@@ -66,3 +66,13 @@ def branch_containing(repo: Path, sha: str, branches: list[str]) -> str:
 def commit_date_ms(repo: Path, sha: str) -> int:
     """The committer date as a JavaScript timestamp, as asv stores it."""
     return int(_git(repo, "log", "-1", "--format=%ct", sha).strip()) * 1000
+
+
+def toplevel(path: Path) -> Path:
+    """The root of the git work tree holding ``path``."""
+    return Path(_git(path, "rev-parse", "--show-toplevel").strip())
+
+
+def current_branch(repo: Path) -> str:
+    """The branch checked out in ``repo``."""
+    return _git(repo, "symbolic-ref", "--short", "HEAD").strip()

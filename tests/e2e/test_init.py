@@ -1,0 +1,146 @@
+"""`torchpulse init`: a benchmark project for another repository. End to end: a small
+torch-model package whose history has one commit that makes its forward pass slower; asv
+measures every commit through the scaffold and `torchpulse alert` names that commit."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from asvproject import _git
+
+from torchpulse.results import scaffold
+from torchpulse.results.project import Project
+
+SLOW_AT = 6  # the commit (0-based) that doubles the network's depth
+COMMITS = 12
+
+MODEL = '''\
+import torch
+from torch import nn
+
+DEPTH = {depth}  # revision {i}
+
+
+class Net(nn.Module):
+    def __init__(self, width=256):
+        super().__init__()
+        self.layers = nn.Sequential(*[nn.Sequential(nn.Linear(width, width), nn.Tanh())
+                                      for _ in range(DEPTH)])
+
+    def forward(self, x):
+        return self.layers(x)
+'''
+
+SUITE = '''\
+import torch
+
+from torchpulse.harness import ModelBenchmark
+
+import tinymodel
+
+
+class Tiny(ModelBenchmark):
+    def build(self, device, generator):
+        return tinymodel.Net(), (torch.randn(64, 256, generator=generator),)
+'''
+
+
+def _model_repo(root: Path) -> list[str]:
+    root.mkdir(parents=True)
+    _git(root, "init", "-q", "-b", "main")
+    (root / "pyproject.toml").write_text(textwrap.dedent("""\
+        [build-system]
+        requires = ["setuptools"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "tinymodel"
+        version = "0.1"
+        """))
+    (root / "tinymodel").mkdir()
+    shas = []
+    for i in range(COMMITS):
+        depth = 8 if i >= SLOW_AT else 4
+        (root / "tinymodel" / "__init__.py").write_text(MODEL.format(depth=depth, i=i))
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", f"revision {i}")
+        shas.append(_git(root, "rev-parse", "HEAD"))
+    return shas
+
+
+@pytest.mark.slow
+def test_init_then_asv_then_alert_names_the_slow_commit(tmp_path):
+    shas = _model_repo(tmp_path / "tinymodel")
+    env = {**os.environ, "HOME": str(tmp_path), "TORCHPULSE_PRESET": "cpu"}
+    cli = [sys.executable, "-m", "torchpulse.cli"]
+    proc = subprocess.run([*cli, "init", str(tmp_path / "proj"), "--repo",
+                           str(tmp_path / "tinymodel")], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    proj = tmp_path / "proj"
+    (proj / "benchmarks" / "bench_model.py").write_text(SUITE)  # as the user would
+    conf = str(proj / "asv.conf.json")
+    asv = [sys.executable, "-m", "asv"]
+    subprocess.run([*asv, "machine", "--yes", "--machine", "e2e", "--config", conf],
+                   cwd=proj, env=env, check=True, capture_output=True, timeout=300)
+    run = subprocess.run([*asv, "run", "--config", conf, "--machine", "e2e",
+                          "--record-samples", "--show-stderr", "ALL"],
+                         cwd=proj, env=env, capture_output=True, text=True, timeout=2400)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+    alert = subprocess.run([*cli, "alert", "--config", conf, "--format", "json"],
+                           cwd=proj, env=env, capture_output=True, text=True, timeout=600)
+    assert alert.returncode == 1, alert.stdout[-3000:] + alert.stderr[-3000:]
+    report = json.loads(alert.stdout)
+    forward = [a for a in report["alerts"] if a["benchmark"] == "bench_model.Tiny.time_forward"]
+    assert len(forward) == 1, report["alerts"]
+    assert forward[0]["commit"] == shas[SLOW_AT], forward
+
+
+def test_init_writes_a_whole_project_or_nothing(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "trunk")
+    (repo / "f").write_text("x")
+    _git(repo, "add", "f")
+    _git(repo, "commit", "-q", "-m", "one")
+
+    plan = scaffold.plan(tmp_path / "proj", str(repo))
+    assert (plan.branch, plan.name, plan.repo) == ("trunk", "repo", str(repo.resolve()))
+    written = scaffold.create(plan)
+    proj = Project.load(tmp_path / "proj" / "asv.conf.json")
+    assert proj.branches == ["trunk"] and proj.local_repo() == repo.resolve()
+    settings = proj.settings
+    assert settings["matrix"]["req"]["torch"] == plan.pins["torch"]
+    assert all("--no-deps" in c for c in settings["install_command"])
+    wheel = next(w for w in written if w.startswith("wheels/"))
+    assert f"../../../{wheel}" in settings["install_command"][1]
+    assert (tmp_path / "proj" / wheel).is_file()
+    assert "MachineCanary" in (tmp_path / "proj" / "benchmarks" / "_canary.py").read_text()
+
+    # a second init into the same folder, a folder that is no repository, a URL without a
+    # branch and a version range are refused before anything is written
+    for kwargs, says in (({"directory": tmp_path / "proj", "repo": str(repo)}, "not an empty"),
+                         ({"directory": tmp_path / "p2", "repo": str(tmp_path)}, "not a git"),
+                         ({"directory": tmp_path / "p3", "repo": "https://x.invalid/r.git"},
+                          "--branch"),
+                         ({"directory": tmp_path / "p4", "repo": str(repo),
+                           "torch": ">=2.4"}, "exact version")):
+        with pytest.raises(scaffold.ScaffoldError, match=says):
+            scaffold.plan(**kwargs)
+
+    # a failed wheel build leaves no project and no scratch folder behind
+    broken = tmp_path / "broken"
+    (broken / "src" / "torchpulse").mkdir(parents=True)
+    (broken / "benchmarks").mkdir()
+    (broken / "pyproject.toml").write_text("[build-system]\nrequires = [\n")
+    (broken / "README.md").write_text("")
+    monkeypatch.setattr(scaffold, "source_tree", lambda: broken)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(scaffold.ScaffoldError, match="wheel failed"):
+        scaffold.create(scaffold.plan(tmp_path / "p5", str(repo)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
