@@ -1,6 +1,7 @@
 """The public harness: a user's model as asv benchmarks with the built-in runners' semantics."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -41,6 +42,16 @@ class TwoHeads(harness.ModelBenchmark):
                 return {"a": y, "b": y.sum(1), "n": torch.ones(1, dtype=torch.long)}
 
         return Net(), (torch.randn(3, 4, generator=generator),)
+
+
+class Compiled(harness.CompiledModelBenchmark):
+    params = [[2, 3]]
+    param_names = ["batch"]
+    backends = ("eager", "aot_eager")
+    compile_repeat = 3
+
+    def build(self, device, generator, batch):
+        return nn.Linear(8, 4), (torch.randn(batch, 8, generator=generator),)
 
 
 @pytest.fixture(autouse=True)
@@ -103,9 +114,64 @@ def test_a_model_without_floating_outputs_says_so():
         bench.time_backward()
 
 
-def test_a_class_without_build_fails_in_setup():
-    with pytest.raises(NotImplementedError, match="must define build"):
-        harness.ModelBenchmark().setup()
+def test_a_class_without_build_is_no_benchmark():
+    """Abstract: asv's discovery skips it, so importing the base classes into a benchmark
+    module adds nothing (the asv test below would find them measured otherwise)."""
+    import inspect
+
+    class Unfinished(harness.ModelBenchmark):
+        params = [[1]]
+
+    for cls in (harness.ModelBenchmark, harness.CompiledModelBenchmark, Unfinished):
+        assert inspect.isabstract(cls)
+        with pytest.raises(TypeError, match="abstract"):
+            cls()
+    assert not inspect.isabstract(Toy) and not inspect.isabstract(Compiled)
+
+
+def test_compiled_metrics_per_parameter_and_backend_from_one_measurement():
+    for name, unit in (("compile_time", "seconds"), ("latency_ratio", "compiled/eager"),
+                       ("step_time", "seconds")):
+        track = getattr(Compiled, f"track_{name}")
+        assert track.params == [[2, 3], ["eager", "aot_eager"]]
+        assert track.param_names == ["batch", "backend"] and track.unit == unit
+    # its own setup_cache, keyed to this module for asv
+    assert Compiled.setup_cache.__module__ == __name__
+    assert Compiled.setup_cache is not harness.CompiledModelBenchmark.__dict__.get(
+        "setup_cache")
+
+    bench = Compiled()
+    cache = Compiled.setup_cache(bench)
+    assert len(cache) == 4
+    bench.setup(cache, 3, "aot_eager")  # a track_* call: nothing built
+    assert not hasattr(bench, "workload")
+    ratio = bench.track_latency_ratio(cache, 3, "aot_eager")
+    assert ratio > 0 and bench.track_compile_time(cache, 3, "aot_eager") >= 0
+    assert bench.track_step_time(cache, 2, "eager") > 0
+    bench.setup(cache, 2)  # a time_* call builds the eager workload
+    t0 = Compiled.timer()
+    bench.time_forward(cache, 2)
+    assert Compiled.timer() > t0
+
+
+def test_a_model_that_fails_to_compile_is_a_missing_point(monkeypatch):
+    monkeypatch.setattr(harness, "_compiled_modules", {})  # as if in a module of its own
+
+    class Broken(harness.CompiledModelBenchmark):
+        backends = ("eager",)
+
+        def build(self, device, generator):
+            raise RuntimeError("no model today")
+
+    assert all(math.isnan(v) for d in Broken.setup_cache(Broken()).values()
+               for v in d.values())
+
+
+def test_one_compiled_class_per_module():
+    with pytest.raises(TypeError, match="each in its own module"):
+        class Another(harness.CompiledModelBenchmark):
+            def build(self, device, generator):
+                return nn.Linear(2, 2), (torch.ones(1, 2),)
 
 
 @pytest.mark.slow
@@ -133,6 +199,21 @@ def test_asv_runs_a_user_suite_through_the_harness(tmp_path):
                 net(x)  # materialise the lazy layer
                 return net, (x,)
         """))
+    (root / "benchmarks" / "bench_compiled.py").write_text(textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+        from torchpulse.harness import CompiledModelBenchmark
+
+
+        class Mlp(CompiledModelBenchmark):
+            backends = ["eager", "aot_eager"]
+            compile_repeat = 3
+
+            def build(self, device, generator):
+                net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+                return net, (torch.randn(4, 16, generator=generator),)
+        """))
     (root / "asv.conf.json").write_text(json.dumps({
         "version": 1, "project": "user", "project_url": "https://example.invalid/",
         "repo": ".", "branches": ["main"], "dvcs": "git", "environment_type": "virtualenv",
@@ -151,3 +232,8 @@ def test_asv_runs_a_user_suite_through_the_harness(tmp_path):
     for name in ("time_forward", "time_backward", "peakmem_step"):
         values = results[f"bench_user.UserNet.{name}"][0]
         assert len(values) == 2 and all(v is not None and v > 0 for v in values), name
+        assert results[f"bench_compiled.Mlp.{name}"][0][0] > 0, name
+    for name in ("track_compile_time", "track_latency_ratio", "track_step_time"):
+        result, params = results[f"bench_compiled.Mlp.{name}"][:2]
+        assert params == [["'eager'", "'aot_eager'"]], name
+        assert len(result) == 2 and all(v is not None and v >= 0 for v in result), name

@@ -26,10 +26,16 @@ is collected before each timed region, regions are timed with CUDA events and a 
 on the GPU and ``perf_counter`` on the CPU, and each process warms up only what it measures.
 The device is cuda when available (``TORCHPULSE_DEVICE`` overrides it) and the thread count
 the preset's (one on the cpu preset).
+
+``CompiledModelBenchmark`` adds the eager-vs-compiled metrics of the same ``build``.
 """
 
 from __future__ import annotations
 
+import abc
+import itertools
+import math
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -106,8 +112,10 @@ _built: dict[tuple[type, tuple[Any, ...]], Workload] = {}
 _warm: set[tuple[int, str]] = set()
 
 
-class ModelBenchmark:
-    """asv benchmarks of the model ``build`` returns (see the module docstring)."""
+class ModelBenchmark(abc.ABC):
+    """asv benchmarks of the model ``build`` returns (see the module docstring). Abstract
+    until ``build`` is defined: asv skips abstract classes, so importing this class into a
+    benchmark module adds no benchmarks of its own."""
 
     # one process per benchmark, warmed up here: no asv warm-up, one call per sample, 8-20
     # samples within 0.3 s (the built-in suites' sampling)
@@ -116,8 +124,10 @@ class ModelBenchmark:
     warmup_time = 0.0
     repeat = (8, 20, 0.3)
 
+    @abc.abstractmethod
     def build(self, device: str, generator: torch.Generator, *params: Any) -> Built:
-        raise NotImplementedError(f"{type(self).__name__} must define build()")
+        """The model (a module or any callable) and its example inputs, made with
+        ``generator`` (seeded, on the CPU) for ``device``; the harness moves them there."""
 
     @staticmethod
     def timer() -> float:
@@ -160,3 +170,116 @@ def _clock() -> RegionClock:
     if device not in _clocks:
         _clocks[device] = RegionClock(device)
     return _clocks[device]
+
+
+# --------------------------------------------------------------------------- compiled metrics
+
+
+def _measure_compiled(self: CompiledModelBenchmark) -> dict[str, dict[str, float]]:
+    """Every parameter combination under every backend, in one process (asv's setup_cache,
+    once per commit): the compile suite's measurement of ``build``'s model in inference, plain
+    floats, nan where compiling or running failed."""
+    from torchpulse.compile import performance
+    from torchpulse.compile.steps import prepare
+    from torchpulse.compile.zoo import ModelSpec
+
+    device = default_device()
+    preset = resolve_preset(device=device)
+    if preset.num_threads:
+        torch.set_num_threads(preset.num_threads)
+    found: dict[str, dict[str, float]] = {}
+    for combo in itertools.product(*_param_lists(type(self))):
+        def make(size: str, batch: int, gen: torch.Generator, combo=combo):
+            model, inputs = self.build(device, gen, *combo)
+            return model, tuple(inputs)
+
+        spec = ModelSpec(type(self).__name__, make, {})
+        for backend in self.backends:
+            try:
+                prepared = prepare(spec, preset.name, 1, False, device, seed=preset.seed)
+                with performance.cold_cache():
+                    perf = performance.measure(prepared, backend, self.compile_repeat,
+                                               fresh_cache=False)
+                value = {"compile_time": perf.compilation_latency,
+                         "latency_ratio": perf.latency_ratio,
+                         "step_time": perf.abs_latency_ms / 1e3}
+            except Exception:  # a model that fails to compile is a missing point
+                value = dict.fromkeys(_COMPILED_METRICS, math.nan)
+            found[_key(combo, backend)] = value
+    return found
+
+
+_COMPILED_METRICS = {"compile_time": "seconds", "latency_ratio": "compiled/eager",
+                     "step_time": "seconds"}
+
+
+def _key(combo: tuple[Any, ...], backend: str) -> str:
+    return repr((tuple(combo), backend))
+
+
+def _param_lists(cls: type) -> list[list[Any]]:
+    params = list(getattr(cls, "params", None) or [])
+    if params and not isinstance(params[0], (list, tuple)):
+        params = [params]  # asv's shorthand for one parameter
+    return [list(p) for p in params]
+
+
+_compiled_modules: dict[str, str] = {}
+
+
+class CompiledModelBenchmark(ModelBenchmark):
+    """ModelBenchmark plus the compile suite's metrics of the same ``build``, per backend in
+    ``backends``: ``track_compile_time`` (a cold compile, seconds), ``track_latency_ratio``
+    (compiled / eager forward in inference, lower is better) and ``track_step_time`` (the
+    compiled forward, seconds). They are measured once per commit for every parameter
+    combination (asv's setup_cache), each compile from an empty inductor cache. One such
+    class per benchmark module: asv keys setup caches by module and line."""
+
+    backends: Sequence[str] = ("inductor",)
+    compile_repeat = 20
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        other = _compiled_modules.setdefault(cls.__module__, cls.__qualname__)
+        if other != cls.__qualname__:
+            raise TypeError(f"{cls.__module__}: {other} and {cls.__qualname__} are both "
+                            "CompiledModelBenchmark classes; put each in its own module")
+        # a setup_cache of this module's own (asv shares a cache between functions of one
+        # module and line), and track_* functions with a backend parameter of their own
+        cache = types.FunctionType(_measure_compiled.__code__, _measure_compiled.__globals__,
+                                   "setup_cache")
+        cache.__module__ = cls.__module__
+        cache.timeout = 1800
+        cls.setup_cache = cache
+        params, names = _param_lists(cls), list(getattr(cls, "param_names", None) or [])
+        names = (names + [f"param{i + 1}" for i in range(len(names), len(params))])[
+            :len(params)]
+        for metric, unit in _COMPILED_METRICS.items():
+            track = _tracker(metric)
+            track.params = [*params, list(cls.backends)]
+            track.param_names = [*names, "backend"]
+            track.unit = unit
+            setattr(cls, f"track_{metric}", track)
+
+    def setup(self, compiled: dict, *args: Any) -> None:
+        # asv passes setup_cache's value first; the track_* benchmarks add a backend last
+        self.compiled = compiled
+        if len(args) == len(_param_lists(type(self))):
+            super().setup(*args)
+
+    def time_forward(self, compiled: dict, *params: Any) -> None:
+        super().time_forward(*params)
+
+    def time_backward(self, compiled: dict, *params: Any) -> None:
+        super().time_backward(*params)
+
+    def peakmem_step(self, compiled: dict, *params: Any) -> None:
+        super().peakmem_step(*params)
+
+
+def _tracker(metric: str) -> Callable[..., float]:
+    def track(self: CompiledModelBenchmark, compiled: dict, *args: Any) -> float:
+        return compiled[_key(args[:-1], args[-1])][metric]
+
+    track.__name__ = f"track_{metric}"
+    return track
