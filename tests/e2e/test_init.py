@@ -129,7 +129,9 @@ def test_init_writes_a_whole_project_or_nothing(tmp_path, monkeypatch):
                          ({"directory": tmp_path / "p3", "repo": "https://x.invalid/r.git"},
                           "--branch"),
                          ({"directory": tmp_path / "p4", "repo": str(repo),
-                           "torch": ">=2.4"}, "exact version")):
+                           "torch": ">=2.4"}, "exact version"),
+                         ({"directory": tmp_path / "p6", "repo": "x\nall:\n\trm -rf ~"},
+                          "not a path or URL")):
         with pytest.raises(scaffold.ScaffoldError, match=says):
             scaffold.plan(**kwargs)
 

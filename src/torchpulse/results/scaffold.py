@@ -68,6 +68,9 @@ def plan(directory: Path, repo: str, branch: str | None = None, name: str | None
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise ScaffoldError(f"{directory} exists and is not an empty folder; init writes "
                             "only into a new one")
+    if not repo or not repo.isprintable():
+        raise ScaffoldError(f"--repo {repo!r}: not a path or URL (it is written into the "
+                            "Makefile and the workflow)")
     if _is_url(repo):
         if not branch:
             raise ScaffoldError(f"{repo} is a URL: name its branch with --branch")
