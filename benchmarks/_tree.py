@@ -4,6 +4,9 @@ asv takes the suites from the working tree but imports torchpulse from the commi
 which may be older. What the suites must agree on with this tree (the name lists their
 parameters come from, the definitions of the stubs for imported results) is therefore read
 from src/torchpulse/ here. Such modules use the standard library only.
+
+A project made by `torchpulse init --with-suites` has no src/ of its own: there the torchpulse
+installed beside each commit (the project's wheel, the same at every commit) stands in.
 """
 
 import importlib.util
@@ -11,7 +14,19 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "src" / "torchpulse"
+
+
+def _package() -> Path:
+    here = ROOT / "src" / "torchpulse"
+    if here.is_dir():
+        return here
+    spec = importlib.util.find_spec("torchpulse")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("neither src/torchpulse here nor an installed torchpulse")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+PACKAGE = _package()
 
 
 def load(relative):

@@ -146,3 +146,36 @@ def test_init_writes_a_whole_project_or_nothing(tmp_path, monkeypatch):
     with pytest.raises(scaffold.ScaffoldError, match="wheel failed"):
         scaffold.create(scaffold.plan(tmp_path / "p5", str(repo)))
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_with_suites_the_project_runs_torchpulses_own_suites_too(tmp_path):
+    """They load their names and sizes from the torchpulse installed beside each commit (the
+    project has no src/ of its own)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "f").write_text("x")
+    _git(repo, "add", "f")
+    _git(repo, "commit", "-q", "-m", "one")
+    scaffold.create(scaffold.plan(tmp_path / "proj", str(repo), with_suites=True))
+    script = textwrap.dedent("""\
+        import json, sys
+        from asv_runner.discovery import disc_benchmarks
+        sys.path.insert(0, sys.argv[1])
+        from benchmarks import _tree
+        names = sorted({b.name for b in disc_benchmarks(sys.argv[1] + "/benchmarks")})
+        print(json.dumps([str(_tree.PACKAGE), names]))
+        """)
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "proj")],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    package, names = json.loads(proc.stdout.strip().splitlines()[-1])
+    import torchpulse
+
+    assert Path(package) == Path(torchpulse.__file__).parent
+    assert {"bench_rnns.LSTM.time_forward", "bench_autograd.FunctionalAutograd.time_task",
+            "bench_compile.CompiledModel.track_step_time", "bench_model.Example.time_forward",
+            "_canary.MachineCanary.time_reference"} <= set(names)
+    assert not any(n.startswith(("external.", "harness.")) for n in names)
+    without = scaffold.files(scaffold.plan(tmp_path / "p2", str(repo)), "w.whl")
+    assert not any(f.startswith("benchmarks/bench_rnns") for f in without)

@@ -75,7 +75,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     from torchpulse.results import scaffold
 
     plan = scaffold.plan(Path(args.directory), args.repo, branch=args.branch, name=args.name,
-                         torch=args.torch)
+                         torch=args.torch, with_suites=args.with_suites)
     note("init", f"building torchpulse's wheel and writing {plan.directory}")
     written = scaffold.create(plan)
     print(f"created {plan.directory} for {plan.repo} (branch {plan.branch}, torch "
@@ -145,6 +145,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "uninstall step (default: the repository's folder name)")
     p.add_argument("--torch", metavar="VERSION", help="the torch version asv installs "
                    "(default: this environment's, without its local tag)")
+    p.add_argument("--with-suites", action="store_true", help="also copy torchpulse's own "
+                   "suites (fastrnns, autograd, compile zoo: about 2.5 min a commit at the cpu "
+                   "preset); they measure torch, which the project pins")
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser(

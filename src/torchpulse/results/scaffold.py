@@ -46,6 +46,7 @@ class Plan:
     branch: str
     name: str  # the measured project's distribution name (asv's "project")
     pins: dict[str, str]
+    with_suites: bool = False  # torchpulse's own suites too (they measure torch itself)
 
 
 def source_tree() -> Path:
@@ -62,7 +63,7 @@ def _is_url(repo: str) -> bool:
 
 
 def plan(directory: Path, repo: str, branch: str | None = None, name: str | None = None,
-         torch: str | None = None) -> Plan:
+         torch: str | None = None, with_suites: bool = False) -> Plan:
     """What init will write, checked: DIR absent or empty, the repository a git clone (or a
     URL, with --branch), names and versions that asv.conf.json can hold."""
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
@@ -89,7 +90,7 @@ def plan(directory: Path, repo: str, branch: str | None = None, name: str | None
     for what, value in (("--name", name), ("--branch", branch)):
         if not _NAME.fullmatch(value or ""):
             raise ScaffoldError(f"{what} {value!r}: letters, digits, '.', '_' and '-' only")
-    return Plan(directory.resolve(), where, branch, name, pins(torch))
+    return Plan(directory.resolve(), where, branch, name, pins(torch), with_suites)
 
 
 def pins(torch: str | None = None) -> dict[str, str]:
@@ -222,7 +223,12 @@ jobs:
 def files(p: Plan, wheel_name: str) -> dict[str, str]:
     """The project's text files, by path relative to it."""
     source = source_tree()
-    return {
+    suites = {}
+    if p.with_suites:  # they load their name lists and sizes through _tree.py
+        suites = {f"benchmarks/{f.name}": f.read_text()
+                  for f in sorted((source / "benchmarks").glob("*.py"))
+                  if f.name.startswith(("bench_", "_common", "_tree"))}
+    return {**suites,
         "asv.conf.json": json.dumps(config(p, wheel_name), indent=4) + "\n",
         "benchmarks/__init__.py": "",
         "benchmarks/_canary.py": (source / "benchmarks" / "_canary.py").read_text(),
