@@ -1,21 +1,51 @@
 """Eager vs torch.compile over the zoo (what `torchpulse dynamo` measures), inference at the
 device's preset. One process measures every model under every backend (asv's setup_cache,
 shared by both classes); the track_* benchmarks read its numbers. Each compile starts from an
-empty inductor cache, so a rerun never times a warm cache."""
+empty inductor cache, so a rerun never times a warm cache. The machine canary is read around
+each model, and a model it read slow around is measured again (compile/remeasure.py)."""
+
+import os
+import statistics
+import sys
+import time
+
+import torch
 
 from . import _canary
 from ._common import _suite
 from ._tree import load
 
 _choices = load("compile/choices.py")
+_remeasure = load("compile/remeasure.py")
 MODELS = list(_choices.MODELS)
 BACKENDS = list(_choices.TRACKED_BACKENDS)
+
+
+def _read_canary():
+    """The canary's median of 5 timings, on every core as between the suites (the zoo runs
+    single-threaded: its thread count is put back)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or 1)
+    try:
+        canary = _canary.MachineCanary()
+        canary.setup()
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            canary.time_reference()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _measure_zoo(self):
     if _suite is None or not hasattr(_suite, "compile_zoo"):
         return None  # an older package: the benchmarks skip in setup
-    return _suite.compile_zoo(MODELS, BACKENDS)
+    parts, _ = _remeasure.measure_all(
+        MODELS, BACKENDS, lambda model, backend: _suite.compile_zoo([model], [backend]),
+        _read_canary, log=lambda line: print(f"bench_compile: {line}", file=sys.stderr))
+    return _remeasure.merge_zoo(parts)
 
 
 _measure_zoo.timeout = 1800
