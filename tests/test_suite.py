@@ -313,3 +313,26 @@ def test_autograd_suites_declare_exactly_the_pairs_the_models_run(bench):
     assert sorted(declared) == sorted((m.name, t) for m, t in supported_pairs())
     assert len(declared) == len(set(declared)) == 39
     assert all("version" in vars(cls) for cls in classes)
+
+
+def test_a_model_is_measured_only_at_the_definition_revision_the_suites_measure(smoke,
+                                                                               monkeypatch):
+    """A definition change (sizes.REVISIONS) starts new series: an older package's model is
+    skipped, never measured under the new version."""
+    module = importlib.import_module("benchmarks.bench_autograd")
+    assert sizes.REVISIONS["ppl_robust_reg"] == 2
+    with pytest.raises(NotImplementedError, match="revision 2; the suites measure revision 1"):
+        suite.autograd_task("ppl_robust_reg", "vjp", sizes.AUTOGRAD)
+    assert suite.autograd_task("ppl_robust_reg", "vjp", sizes.AUTOGRAD, 2) is not None
+    pairs = module.FunctionalAutogradAllTasks()
+    pairs.setup("ppl_robust_reg", "vjp")
+    monkeypatch.setattr(suite, "API_VERSION", 2)  # a package from before revisions
+    pairs.setup("ppl_simple_reg", "vjp")
+    with pytest.raises(NotImplementedError, match="predates revision 2"):
+        pairs.setup("ppl_robust_reg", "vjp")
+    # the revision is in the version of the class that measures the model, and only there
+    plain = "2-" + sizes.digest({m: sizes.AUTOGRAD[m] for m in module._models(
+        module._choices.ALL_TASKS)})
+    assert module.FunctionalAutogradAllTasks.version != plain
+    assert module.FunctionalAutograd.version == "2-" + sizes.digest(
+        {m: sizes.AUTOGRAD[m] for m in module._models(module._choices.FAST_TASKS)})

@@ -23,7 +23,8 @@ from torchpulse.timing import RegionClock
 # package from each commit, so the suite skips commits whose package offers less; bump this
 # (and benchmarks/_common.py's requirement) when the suite starts calling something new.
 # 2: workload() and autograd_task() take the sizes table from the suites.
-API_VERSION = 2
+# 3: autograd_task() takes the definition revision the suites measure (sizes.REVISIONS).
+API_VERSION = 3
 
 
 @functools.cache
@@ -99,11 +100,19 @@ def warm_up(built: Workload, kind: str) -> None:
     _warm.add((id(built), kind))
 
 
-def autograd_task(model: str, task: str, sizes: dict):  # -> autograd.run.Prepared
+def autograd_task(model: str, task: str, sizes: dict,
+                  revision: int = 1):  # -> autograd.run.Prepared
     """A functional-autograd (model, task) pair built at ``sizes`` (sizes.AUTOGRAD: model ->
     preset -> the getter's sizes) for this device's preset, warmed up once per process.
     NotImplementedError (asv's "skipped") for a pair the model does not run (deepspeech has
-    no double backward; most models run vjp, vhp and jvp only)."""
+    no double backward; most models run vjp, vhp and jvp only), or whose definition here is
+    not the ``revision`` the suites measure."""
+    from torchpulse.sizes import REVISIONS
+
+    here = REVISIONS.get(model, 1)
+    if here != revision:
+        raise NotImplementedError(f"this commit's {model} is revision {here}; the suites "
+                                  f"measure revision {revision}")
     return _autograd_task(model, task, _frozen(_row(sizes, model)))
 
 
