@@ -161,7 +161,7 @@ class Example(ModelBenchmark):
 
 MAKEFILE = '''\
 # A torchpulse project for {repo} (made by `torchpulse init`). asv and torchpulse come from
-# the environment that runs make (pip install -e /path/to/torchpulse asv).
+# the environment that runs make (pip install -e /path/to/torchpulse).
 N ?= 5
 PRESET ?= cpu
 BRANCH := {branch}
@@ -207,7 +207,7 @@ jobs:
           restore-keys: torchpulse-results-
       - name: set up
         run: |
-          pip install asv {requirements}
+          pip install asv tqdm {requirements}
           pip install --no-deps wheels/{wheel}
           npm ci --ignore-scripts --no-audit --no-fund
       - name: benchmark and gate
