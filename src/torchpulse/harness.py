@@ -42,9 +42,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from torchpulse import suite
 from torchpulse.fastrnns.runners import ModelDef, Runner, Workload
 from torchpulse.presets import Preset, default_device, resolve_preset
-from torchpulse.timing import RegionClock
 
 Built = tuple[Callable[..., Any], Sequence[Any]]  # (the model, its example inputs)
 
@@ -109,7 +109,6 @@ class _UserWorkload(Workload):
 
 
 _built: dict[tuple[type, tuple[Any, ...]], Workload] = {}
-_warm: set[tuple[int, str]] = set()
 
 
 class ModelBenchmark(abc.ABC):
@@ -129,9 +128,8 @@ class ModelBenchmark(abc.ABC):
         """The model (a module or any callable) and its example inputs, made with
         ``generator`` (seeded, on the CPU) for ``device``; the harness moves them there."""
 
-    @staticmethod
-    def timer() -> float:
-        return _clock()()
+    # the built-in suites' clock: it advances only inside timed regions
+    timer = staticmethod(suite.read_clock)
 
     def setup(self, *params: Any) -> None:
         key = (type(self), params)
@@ -140,36 +138,17 @@ class ModelBenchmark(abc.ABC):
             _built[key] = workload(name, lambda dev, gen: self.build(dev, gen, *params))
         self.workload = _built[key]
 
-    def _warm_up(self, kind: str) -> None:
-        if (id(self.workload), kind) in _warm:
-            return
-        run = self.workload.forward if kind == "forward" else self.workload.step
-        for _ in range(min(self.workload.runner.settle_iterations,
-                           self.workload.preset.warmup)):
-            run()
-        _warm.add((id(self.workload), kind))
-
+    # each process warms up only what it measures, as the built-in suites (torchpulse.suite)
     def time_forward(self, *params: Any) -> None:
-        self._warm_up("forward")
-        self.workload.forward(_clock())
+        suite.warm_up(self.workload, "forward")
+        self.workload.forward(suite.clock())
 
     def time_backward(self, *params: Any) -> None:
-        self._warm_up("step")
-        self.workload.step(backward_clock=_clock())
+        suite.warm_up(self.workload, "step")
+        self.workload.step(backward_clock=suite.clock())
 
     def peakmem_step(self, *params: Any) -> None:
         self.workload.step()
-
-
-_clocks: dict[str, RegionClock] = {}
-
-
-def _clock() -> RegionClock:
-    """The clock asv reads: it advances only inside timed regions."""
-    device = default_device()
-    if device not in _clocks:
-        _clocks[device] = RegionClock(device)
-    return _clocks[device]
 
 
 # --------------------------------------------------------------------------- compiled metrics
