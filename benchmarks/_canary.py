@@ -36,3 +36,26 @@ class MachineCanary:
         y = self.x
         for _ in range(24):  # elementwise work and reductions
             y = torch.nn.functional.gelu(y) * 0.5 + y.sum(dim=1, keepdim=True) * 1e-3
+
+
+def reading(threads: int, samples: int = 5, warmup: int = 0) -> float:
+    """The canary timed outside asv: the median of ``samples`` timings (after ``warmup``
+    untimed ones) on ``threads`` torch threads, the thread count put back afterwards."""
+    import statistics
+    import time
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        canary = MachineCanary()
+        canary.setup()
+        for _ in range(warmup):
+            canary.time_reference()
+        times = []
+        for _ in range(samples):
+            start = time.perf_counter()
+            canary.time_reference()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+    finally:
+        torch.set_num_threads(before)

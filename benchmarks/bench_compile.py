@@ -5,11 +5,7 @@ empty inductor cache, so a rerun never times a warm cache. The machine canary is
 each model, and a model it read slow around is measured again (compile/remeasure.py)."""
 
 import os
-import statistics
 import sys
-import time
-
-import torch
 
 from . import _canary
 from ._common import _suite
@@ -24,19 +20,7 @@ BACKENDS = list(_choices.TRACKED_BACKENDS)
 def _read_canary():
     """The canary's median of 5 timings, on every core as between the suites (the zoo runs
     single-threaded: its thread count is put back)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(os.cpu_count() or 1)
-    try:
-        canary = _canary.MachineCanary()
-        canary.setup()
-        times = []
-        for _ in range(5):
-            start = time.perf_counter()
-            canary.time_reference()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
-    finally:
-        torch.set_num_threads(threads)
+    return _canary.reading(os.cpu_count() or 1)
 
 
 def _measure_zoo(self):

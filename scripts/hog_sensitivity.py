@@ -20,25 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TORCHPULSE_PRESET", "cpu")
 
-import torch  # noqa: E402
 
 import benchmarks._common  # noqa: E402,F401  (the forkserver parent's warm-up)
-from benchmarks import bench_cnns, bench_rnns  # noqa: E402
-from benchmarks._canary import MachineCanary  # noqa: E402
+from benchmarks import (  # noqa: E402
+    _canary,  # noqa: E402
+    bench_cnns,
+    bench_rnns,
+)
 
 
 def canary(threads):
-    torch.set_num_threads(threads)
-    c = MachineCanary()
-    c.setup()
-    for _ in range(3):
-        c.time_reference()
-    times = []
-    for _ in range(10):
-        start = time.perf_counter()
-        c.time_reference()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return _canary.reading(threads, samples=10, warmup=3)
 
 
 def workload(cls, runner, method):
