@@ -52,3 +52,31 @@ def make_project(root: Path) -> Project:
         "benchmark_dir": "benchmarks", "results_dir": "results", "html_dir": "html",
     }, indent=2))
     return Project(root, conf, root / "results", root / "html", main, side)
+
+
+def one_commit_repo(root: Path, branch: str = "main") -> Path:
+    """A git repository with one commit on ``branch``."""
+    root.mkdir(parents=True)
+    _git(root, "init", "-q", "-b", branch)
+    (root / "f").write_text("x")
+    _git(root, "add", "f")
+    _git(root, "commit", "-q", "-m", "one")
+    return root
+
+
+def package_repo(root: Path, name: str, sources: list[str]) -> list[str]:
+    """A git repository of a setuptools package ``name`` on main: one commit per entry of
+    ``sources`` (the package's __init__.py at that commit); their shas, oldest first."""
+    root.mkdir(parents=True)
+    _git(root, "init", "-q", "-b", "main")
+    (root / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        f'\n[project]\nname = "{name}"\nversion = "0.1"\n')
+    (root / name).mkdir()
+    shas = []
+    for i, source in enumerate(sources):
+        (root / name / "__init__.py").write_text(source)
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", f"revision {i}")
+        shas.append(_git(root, "rev-parse", "HEAD"))
+    return shas

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from asvproject import _git
+from asvproject import one_commit_repo, package_repo
 
 from torchpulse.results import scaffold
 from torchpulse.results.project import Project
@@ -50,26 +50,8 @@ class Tiny(ModelBenchmark):
 
 
 def _model_repo(root: Path) -> list[str]:
-    root.mkdir(parents=True)
-    _git(root, "init", "-q", "-b", "main")
-    (root / "pyproject.toml").write_text(textwrap.dedent("""\
-        [build-system]
-        requires = ["setuptools"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "tinymodel"
-        version = "0.1"
-        """))
-    (root / "tinymodel").mkdir()
-    shas = []
-    for i in range(COMMITS):
-        depth = 16 if i >= SLOW_AT else 4
-        (root / "tinymodel" / "__init__.py").write_text(MODEL.format(depth=depth, i=i))
-        _git(root, "add", "-A")
-        _git(root, "commit", "-q", "-m", f"revision {i}")
-        shas.append(_git(root, "rev-parse", "HEAD"))
-    return shas
+    return package_repo(root, "tinymodel", [
+        MODEL.format(depth=16 if i >= SLOW_AT else 4, i=i) for i in range(COMMITS)])
 
 
 @pytest.mark.slow
@@ -105,12 +87,7 @@ def test_init_then_asv_then_alert_names_the_slow_commit(tmp_path):
 
 
 def test_init_writes_a_whole_project_or_nothing(tmp_path, monkeypatch):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "trunk")
-    (repo / "f").write_text("x")
-    _git(repo, "add", "f")
-    _git(repo, "commit", "-q", "-m", "one")
+    repo = one_commit_repo(tmp_path / "repo", branch="trunk")
 
     plan = scaffold.plan(tmp_path / "proj", str(repo))
     assert (plan.branch, plan.name, plan.repo) == ("trunk", "repo", str(repo.resolve()))
@@ -154,12 +131,7 @@ def test_init_writes_a_whole_project_or_nothing(tmp_path, monkeypatch):
 def test_with_suites_the_project_runs_torchpulses_own_suites_too(tmp_path):
     """They load their names and sizes from the torchpulse installed beside each commit (the
     project has no src/ of its own)."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    (repo / "f").write_text("x")
-    _git(repo, "add", "f")
-    _git(repo, "commit", "-q", "-m", "one")
+    repo = one_commit_repo(tmp_path / "repo")
     scaffold.create(scaffold.plan(tmp_path / "proj", str(repo), with_suites=True))
     script = textwrap.dedent("""\
         import json, sys

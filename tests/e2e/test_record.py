@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from asvproject import _git
+from asvproject import _git, package_repo
 
 from torchpulse.results import record
 from torchpulse.results.project import Project
@@ -23,24 +23,8 @@ WORK = {  # the package at each commit: the second does 4x the work and says it 
 
 def _package_repo(root: Path) -> dict[str, str]:
     """A git repository of a small package: commits A and B on main, S on a side branch."""
-    root.mkdir(parents=True)
-    _git(root, "init", "-q", "-b", "main")
-    (root / "pyproject.toml").write_text(textwrap.dedent("""\
-        [build-system]
-        requires = ["setuptools"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "fixturepkg"
-        version = "0.1"
-        """))
-    (root / "fixturepkg").mkdir()
-    shas = {}
-    for name in ("A", "B"):
-        (root / "fixturepkg" / "__init__.py").write_text(WORK[name])
-        _git(root, "add", "-A")
-        _git(root, "commit", "-q", "-m", f"commit {name}")
-        shas[name] = _git(root, "rev-parse", "HEAD")
+    shas = dict(zip("AB", package_repo(root, "fixturepkg", [WORK["A"], WORK["B"]]),
+                    strict=True))
     _git(root, "checkout", "-q", "-b", "side")
     (root / "fixturepkg" / "__init__.py").write_text(WORK["A"] + "# side\n")
     _git(root, "commit", "-q", "-am", "side")
