@@ -3,7 +3,6 @@ json (the contract other tools read) and github (workflow annotation lines)."""
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections import defaultdict
@@ -17,7 +16,9 @@ from torchpulse.analysis.alert import (
     Report,
     percent,
 )
+from torchpulse.text import markdown_cell as _md
 from torchpulse.text import printable
+from torchpulse.text import workflow_data as _escape
 
 NOISY_SHOWN = 10  # noisiest series listed in the noise report
 
@@ -42,16 +43,6 @@ def change(alert: Alert) -> str:
     if not alert.before:
         return f"+{human(alert.after - alert.before, alert.unit)}"
     return f"{(alert.ratio - 1) * 100:+.1f}%"
-
-
-_MD_SPECIAL = "\\`*_{}[]()#+-.!|~"
-
-
-def _md(text: str) -> str:
-    """Text for a markdown cell: HTML escaped, markdown punctuation and table pipes
-    backslash-escaped, so a name renders as itself and never as markup."""
-    text = html.escape(printable(text), quote=False)
-    return "".join("\\" + c if c in _MD_SPECIAL else c for c in text)
 
 
 def _p(alert: Alert) -> str:
@@ -215,13 +206,6 @@ def to_markdown(report: Report) -> str:
               for row in map(_noise_line, _noisiest(report))]
     lines += ["", "</details>", ""]
     return "\n".join(lines)
-
-
-def _escape(text: str) -> str:
-    """GitHub workflow-command data: %, CR and LF must be escaped; other control
-    characters are shown as escapes (the line lands in a terminal-like log)."""
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return printable(text)
 
 
 def to_github(report: Report) -> str:
