@@ -16,15 +16,27 @@ from torchpulse.cli import main
 @pytest.mark.slow
 def test_ci_gate_distinguishes_regression_and_failed_benchmark(alert_project, quiet_project,
                                                               tmp_path):
+    """The gate's decisions over stored histories, with asv's run and torchpulse's compare
+    scripted (tests/e2e/test_culprit.py runs both for real): the alert's verdict, the
+    comparison's, a failed benchmark and bad input each give their exit status."""
     fake_asv = tmp_path / "asv"
     fake_asv.write_text("#!/bin/sh\n[ \"$1\" = run ] && exit \"${FAKE_RUN_RC:-0}\"\nexit 0\n")
     fake_asv.chmod(0o755)
-    torchpulse = Path(sys.executable).with_name("torchpulse")
+    real = Path(sys.executable).with_name("torchpulse")
+    torchpulse = tmp_path / "torchpulse"
+    torchpulse.write_text(
+        "#!/bin/sh\nif [ \"$1\" = compare ]; then\n"
+        "  while [ $# -gt 0 ]; do [ \"$1\" = --output ] && echo '## compare' > \"$2\"; shift; "
+        "done\n  exit \"${FAKE_COMPARE_RC:-0}\"\nfi\n"
+        f"exec {real} \"$@\"\n")
+    torchpulse.chmod(0o755)
     summary = tmp_path / "summary.md"
 
-    def gate(path, run_rc):
+    def gate(path, run_rc, compare_rc=0):
+        summary.write_text("")
         env = {**os.environ, "ASV": str(fake_asv), "TORCHPULSE": str(torchpulse),
-               "TORCHPULSE_CONFIG": str(path / "asv.conf.json"), "FAKE_RUN_RC": str(run_rc),
+               "PYTHON": sys.executable, "TORCHPULSE_CONFIG": str(path / "asv.conf.json"),
+               "FAKE_RUN_RC": str(run_rc), "FAKE_COMPARE_RC": str(compare_rc),
                "GITHUB_STEP_SUMMARY": str(summary),
                "TORCHPULSE_REPORT": str(tmp_path / "report.md")}
         first = synthetic.history(path)[0]
@@ -33,11 +45,15 @@ def test_ci_gate_distinguishes_regression_and_failed_benchmark(alert_project, qu
 
     proc = gate(alert_project[0], 0)
     assert proc.returncode == 1, proc.stderr
-    assert "REGRESSION" in proc.stderr and "## torchpulse:" in summary.read_text()
+    assert "REGRESSION" in proc.stderr
+    assert "## compare" in summary.read_text() and "## torchpulse:" in summary.read_text()
     proc = gate(quiet_project, 2)
     assert proc.returncode == 3, proc.stderr
     assert "FAILED" in proc.stderr
     assert gate(quiet_project, 0).returncode == 0
+    proc = gate(quiet_project, 0, compare_rc=1)
+    assert proc.returncode == 1 and "REGRESSION" in proc.stderr
+    assert gate(quiet_project, 0, compare_rc=2).returncode == 2
 
 
 @pytest.mark.slow

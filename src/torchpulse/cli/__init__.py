@@ -4,6 +4,7 @@ parses, calls one library function, prints and returns an exit code.
     fastrnns   check, runners, bench, profile     (torchpulse.fastrnns)
     results    import, merge                      (torchpulse.results)
     alerts     alert, evaluate-detection          (torchpulse.analysis)
+    culprit    compare, bisect                    (torchpulse.culprit)
     site       publish, serve                     (torchpulse.site)
     autograd   autograd [compare]                 (torchpulse.autograd)
     dynamo     dynamo                             (torchpulse.compile)
@@ -22,11 +23,11 @@ import sys
 from collections.abc import Sequence
 
 from torchpulse import __version__
-from torchpulse.cli import alerts, autograd, dynamo, fastrnns, results, site
+from torchpulse.cli import alerts, autograd, culprit, dynamo, fastrnns, results, site
 from torchpulse.cli.args import EXIT_USAGE, Parser
 from torchpulse.errors import TorchpulseError
 
-GROUPS = (fastrnns, results, alerts, site, autograd, dynamo)
+GROUPS = (fastrnns, results, alerts, culprit, site, autograd, dynamo)
 
 
 def build_parser() -> argparse.ArgumentParser:

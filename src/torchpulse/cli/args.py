@@ -77,7 +77,8 @@ def positive_float(text: str) -> float:
 
 
 def fraction(text: str) -> float:
-    value = _float(text)
+    """A fraction, given as one (0.05) or as a percentage (5%)."""
+    value = _float(text[:-1]) / 100 if text.endswith("%") else _float(text)
     if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
     return value

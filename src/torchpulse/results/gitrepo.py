@@ -76,3 +76,19 @@ def toplevel(path: Path) -> Path:
 def current_branch(repo: Path) -> str:
     """The branch checked out in ``repo``."""
     return _git(repo, "symbolic-ref", "--short", "HEAD").strip()
+
+
+def first_parent_range(repo: Path, good: str, bad: str) -> list[str]:
+    """The commits after ``good`` up to ``bad`` on ``bad``'s first-parent line, oldest
+    first (what a bisection searches); ``good`` must be on that line."""
+    out = _git(repo, "rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--").split()
+    line = _git(repo, "rev-list", "--first-parent", bad, "--").split()
+    if good not in line:
+        raise GitError(f"{good[:12]} is not on the first-parent history of {bad[:12]}: "
+                       "GOOD must be an ancestor of BAD on its first-parent line")
+    return out
+
+
+def subject(repo: Path, sha: str) -> str:
+    """The first line of a commit's message."""
+    return _git(repo, "log", "-1", "--format=%s", sha).strip()

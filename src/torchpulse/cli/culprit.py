@@ -1,0 +1,145 @@
+"""`torchpulse compare | bisect`: finding the culprit (torchpulse.culprit)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+
+from torchpulse.cli.args import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    add_config,
+    add_machine,
+    add_output,
+    fraction,
+    note,
+    positive_int,
+    project,
+    write_output,
+)
+
+FORMATS = ("text", "markdown", "json", "github")  # culprit.report.FORMATS, without its imports
+DEFAULT_THRESHOLD = 0.05
+DEFAULT_ALPHA = 0.05
+DEFAULT_MAX_RUNS = 20
+MIN_RUNS = 3  # analysis.sequential.MIN_ROUNDS, without importing scipy for --help
+DEFAULT_BENCH = r"^(?!external\.)"  # every measured suite, not the stubs of imported results
+
+
+def _runs(args: argparse.Namespace, command: str, bench: str):
+    from torchpulse.culprit.runs import AsvRuns
+
+    if args.max_runs < MIN_RUNS:
+        raise UsageError(f"--max-runs must be at least {MIN_RUNS}, got {args.max_runs}")
+    proj = project(args)
+    workdir = Path(tempfile.mkdtemp(prefix=f"torchpulse-{command}-"))
+    runs = AsvRuns(proj, bench, workdir, machine=args.machine)
+    note(command, f"preparing asv (scratch results and log in {workdir})")
+    runs.prepare()
+    return proj, runs
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from torchpulse.culprit.compare import compare
+    from torchpulse.culprit.report import render_comparison
+
+    _proj, runs = _runs(args, "compare", args.bench)
+    base, head = runs.resolve(args.base), runs.resolve(args.head)
+    note("compare", f"{head[:12]} against {base[:12]}, interleaved, up to {args.max_runs} runs "
+         "of each (the first builds each commit once)")
+    result = compare(runs, base, head, threshold=args.threshold, alpha=args.alpha,
+                     max_rounds=args.max_runs, progress=lambda line: note("compare", line))
+    write_output(render_comparison(result, args.format), args.output)
+    if args.output and args.format != "text":
+        write_output(render_comparison(result, "text"), None)
+    if args.annotate:
+        write_output(render_comparison(result, "github"), None)
+    shutil.rmtree(runs.workdir, ignore_errors=True)
+    return EXIT_FAILED if result.slower else EXIT_OK
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    from torchpulse.culprit import probes
+    from torchpulse.culprit.bisect import bisect
+    from torchpulse.culprit.report import bisection_text
+    from torchpulse.culprit.runs import selection
+    from torchpulse.results import gitrepo
+
+    proj, runs = _runs(args, "bisect", selection([args.bench]))
+    good, bad = runs.resolve(args.good), runs.resolve(args.bad)
+    repo = proj.local_repo()
+    candidates = gitrepo.first_parent_range(repo, good, bad)
+
+    def filed(probe) -> None:
+        if not args.no_store:
+            said = probes.store(proj, probe.runs, args.bench, runs.results_dir, runs.workdir)
+            note("bisect", f"{probe.commit[:12]}: {said}")
+
+    result = bisect(runs, good, candidates, args.bench, threshold=args.threshold,
+                    alpha=args.alpha, max_rounds=args.max_runs,
+                    progress=lambda line: note("bisect", line), on_probe=filed)
+    subjects = {c: gitrepo.subject(repo, c) for c in result.suspects}
+    write_output(bisection_text(result, subjects), None)
+    shutil.rmtree(runs.workdir, ignore_errors=True)
+    return EXIT_OK if result.found else EXIT_FAILED
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD, metavar="FRACTION",
+                   help=f"smallest change that matters, 0.05 or 5%% (default: "
+                   f"{DEFAULT_THRESHOLD:.0%})")
+    p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
+                   help=f"chance of a wrong decision, per benchmark (default: {DEFAULT_ALPHA})")
+    p.add_argument("--max-runs", type=positive_int, default=DEFAULT_MAX_RUNS, metavar="N",
+                   help=f"runs of each commit before a test gives up as undecided (at least "
+                   f"3; default: {DEFAULT_MAX_RUNS})")
+    add_machine(p, "asv machine name (default: asv's, the host name)")
+    add_config(p, "the repository, its environments and suites")
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="is HEAD slower than BASE? interleaved runs until each benchmark is "
+        "decided",
+        description="Build and install both commits with asv and run the selected benchmarks "
+        "interleaved (BASE, HEAD, HEAD, BASE, ..., each run in fresh processes), adding runs "
+        "until a sequential test decides each benchmark: slower or faster beyond the "
+        "threshold, equivalent within it, or undecided at --max-runs. Prints the ratio "
+        "head/base with its interval and the runs used. Exit 1 when a benchmark is decided "
+        "slower, 0 otherwise, 2 for bad input. Needs no stored history.",
+    )
+    p.add_argument("base", metavar="BASE", help="the reference commit (any git revision)")
+    p.add_argument("head", metavar="HEAD", help="the commit under test")
+    p.add_argument("--bench", default=DEFAULT_BENCH, metavar="RE",
+                   help="asv --bench regular expression (default: every suite but the stubs "
+                   "of imported results)")
+    _common(p)
+    p.add_argument("--format", choices=FORMATS, default="text",
+                   help=f"report format: {', '.join(FORMATS)} (default: text)")
+    add_output(p, "write the report to FILE (the text report still goes to stdout)")
+    p.add_argument("--annotate", action="store_true",
+                   help="also print GitHub annotations (for Actions) after the report")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "bisect", help="find the first commit between GOOD and BAD that changed a benchmark",
+        description="Binary search over the first-parent commits after GOOD up to BAD. Each "
+        "probe is measured interleaved with GOOD and BAD until a sequential test puts it on "
+        "one side; the error budget --alpha is split over the expected probes. A probe "
+        "still undecided at --max-runs ends the search with the range that holds the "
+        "culprit: never a guess. Probe measurements are filed in the results tree (commits "
+        "on a configured branch, never replacing a stored value). Exit 0 when the commit "
+        "is found, 1 when not (no step between GOOD and BAD, or undecided), 2 for bad input.",
+    )
+    p.add_argument("good", metavar="GOOD", help="a commit with the old performance")
+    p.add_argument("bad", metavar="BAD", help="a later commit with the new performance")
+    p.add_argument("--bench", required=True, metavar="NAME",
+                   help="one benchmark, with its parameters for a parameterised one, as asv "
+                   "names it: bench_lstm.LSTM.time_forward('cpu', 'aten')")
+    _common(p)
+    p.add_argument("--no-store", action="store_true",
+                   help="do not file the probes' measurements in the results tree")
+    p.set_defaults(func=cmd_bisect)

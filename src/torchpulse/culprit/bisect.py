@@ -1,0 +1,195 @@
+"""``torchpulse bisect GOOD BAD --bench NAME``: binary search for the first bad commit, each
+probe decided by a sequential test (``torchpulse.analysis.sequential``).
+
+1. GOOD and BAD are measured interleaved until their difference is established (its sign
+   says whether "bad" is slower or faster) or shown to be within the threshold (no step:
+   nothing to bisect).
+2. Each probe P, a first-parent commit between the last known good and the first known bad
+   one, is measured in rounds of three runs (GOOD, P, BAD in a rotating order, each in
+   fresh processes). A round's evidence is P's log value against the midpoint of GOOD's and
+   BAD's, signed so that the bad side is positive; runs are added until its interval lies
+   on one side of zero. The error budget ``alpha`` is split evenly over the baseline test
+   and the expected number of probes (log2 of the candidates), and within each test over
+   its looks.
+3. A probe still undecided at the cap ends the search: the culprit is reported as a range,
+   never guessed.
+
+``fixed_rounds`` replaces the sequential tests by a fixed number of rounds and the sign of
+the mean: the usual scheme (TorchBench's and most scripts'), kept as the comparison.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from torchpulse.analysis import sequential
+from torchpulse.analysis.sequential import BAD, GOOD, UNDECIDED, Interval
+from torchpulse.culprit.runs import Measure, Run, RunError
+
+_ORDERS = list(itertools.permutations(range(3)))  # GOOD, probe, BAD in every order in turn
+
+
+@dataclass(frozen=True)
+class Probe:
+    commit: str
+    index: int  # position in the candidates (0 = the first commit after GOOD)
+    decision: str  # good, bad or undecided
+    interval: Interval  # of the probe against the midpoint, bad side positive
+    rounds: int
+    runs: list[Run] = field(default_factory=list, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Bisection:
+    good: str
+    bad: str
+    key: str
+    candidates: list[str]  # first-parent commits after GOOD up to BAD, oldest first
+    baseline: Interval  # log(BAD / GOOD)
+    step: str  # "slower", "faster" or why there is nothing to bisect
+    probes: list[Probe]
+    low: int  # index of the last commit known good (-1: GOOD itself)
+    high: int  # index of the first commit known bad
+
+    @property
+    def found(self) -> str | None:
+        """The first bad commit, when the search narrowed it to one."""
+        return self.candidates[self.high] if self.high - self.low == 1 and self.bisected \
+            else None
+
+    @property
+    def bisected(self) -> bool:
+        return self.step in (sequential.SLOWER, sequential.FASTER)
+
+    @property
+    def suspects(self) -> list[str]:
+        return self.candidates[self.low + 1:self.high + 1]
+
+    @property
+    def rounds(self) -> int:
+        return sum(p.rounds for p in self.probes)
+
+
+def expected_probes(candidates: int) -> int:
+    return max(1, math.ceil(math.log2(candidates))) if candidates > 1 else 0
+
+
+def _value(run: Run, key: str) -> float:
+    value = run.values.get(key)
+    if value is None:
+        names = ", ".join(sorted(run.values)[:5]) or "none"
+        raise RunError(f"{run.commit[:12]} has no benchmark {key!r} (measured: {names}); "
+                       "give one name, with its parameters for a parameterised one, e.g. "
+                       "name('a', 1)")
+    if not (math.isfinite(value) and value > 0):
+        raise RunError(f"{key} has no usable value at {run.commit[:12]} ({value!r}): it "
+                       "failed or was skipped there")
+    return math.log(value)
+
+
+def _baseline(measure: Measure, good: str, bad: str, key: str, threshold: float,
+              alpha: float, max_rounds: int, fixed: int | None,
+              progress: Callable[[str], None] | None) -> tuple[Interval, str, list[float]]:
+    diffs: list[float] = []
+    schedule = {fixed} if fixed else set(sequential.looks(max_rounds))
+    level = alpha / len(schedule)
+    for r in range(1, (fixed or max_rounds) + 1):
+        pair = (good, bad) if r % 2 else (bad, good)
+        got = {c: measure(c, [key]) for c in pair}
+        diffs.append(_value(got[bad], key) - _value(got[good], key))
+        if r not in schedule:
+            continue
+        iv = sequential.interval(diffs, level)
+        if fixed:
+            return iv, sequential.SLOWER if iv.mean > 0 else sequential.FASTER, diffs
+        if iv.low > 0 or iv.high < 0:
+            return iv, sequential.SLOWER if iv.low > 0 else sequential.FASTER, diffs
+        if sequential.change(iv, threshold) == sequential.EQUIVALENT:
+            return iv, f"no step: BAD is within {threshold:.0%} of GOOD", diffs
+        if progress:
+            progress(f"GOOD vs BAD after {r} rounds: {iv.ratio - 1:+.1%} "
+                     f"[{iv.ratio_low - 1:+.1%}, {iv.ratio_high - 1:+.1%}], undecided")
+    return iv, f"undecided: GOOD and BAD not shown to differ after {max_rounds} rounds", diffs
+
+
+def _probe(measure: Measure, good: str, bad: str, commit: str, index: int, key: str,
+           sign: float, alpha: float, max_rounds: int, fixed: int | None,
+           pool: sequential.Pool) -> tuple[Probe, list[float]]:
+    diffs: list[float] = []
+    runs: list[Run] = []
+    schedule = {fixed} if fixed else set(sequential.looks(max_rounds))
+    level = alpha / len(schedule)
+    for r in range(1, (fixed or max_rounds) + 1):
+        trio = (good, commit, bad)
+        got: dict[int, float] = {}
+        for slot in _ORDERS[(r - 1) % len(_ORDERS)]:
+            run = measure(trio[slot], [key])
+            got[slot] = _value(run, key)
+            if slot == 1:
+                runs.append(run)
+        diffs.append(sign * (got[1] - (got[0] + got[2]) / 2))
+        if r not in schedule:
+            continue
+        # a probe's difference combines 1 + 1/4 + 1/4 runs' variance
+        iv = sequential.interval(diffs, level, pool, factor=1.5)
+        decision = (BAD if iv.mean > 0 else GOOD) if fixed else sequential.side(iv)
+        if decision is None and r == max_rounds:
+            decision = UNDECIDED
+        if decision is not None:
+            return Probe(commit, index, decision, iv, r, runs), diffs
+    raise AssertionError("the last look always decides")  # pragma: no cover
+
+
+def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
+           threshold: float = 0.05, alpha: float = 0.05, max_rounds: int = 20,
+           fixed_rounds: int | None = None,
+           progress: Callable[[str], None] | None = None,
+           on_probe: Callable[[Probe], None] | None = None) -> Bisection:
+    """Search ``candidates`` (the first-parent commits after ``good``, oldest first, the
+    last one BAD) for the first whose ``key`` is on BAD's side."""
+    if not candidates:
+        raise RunError("GOOD and BAD are the same commit: nothing to bisect")
+    bad = candidates[-1]
+    budget = alpha / (1 + expected_probes(len(candidates)))
+    if progress:
+        progress(f"{len(candidates)} commit(s) after GOOD; about "
+                 f"{expected_probes(len(candidates))} probe(s); measuring GOOD against BAD")
+    baseline, step, diffs = _baseline(measure, good, bad, key, threshold, budget, max_rounds,
+                                      fixed_rounds, progress)
+    pool = sequential.Pool().add(diffs, factor=2.0)  # BAD - GOOD: two runs' variance
+    low, high = -1, len(candidates) - 1
+    probes: list[Probe] = []
+    if step not in (sequential.SLOWER, sequential.FASTER):
+        return Bisection(good, bad, key, list(candidates), baseline, step, probes, low, high)
+    if progress:
+        progress(f"BAD is {step} than GOOD: {baseline.ratio - 1:+.1%} "
+                 f"[{baseline.ratio_low - 1:+.1%}, {baseline.ratio_high - 1:+.1%}]")
+    sign = 1.0 if step == sequential.SLOWER else -1.0
+    while high - low > 1:
+        mid = (low + high) // 2
+        probe, diffs = _probe(measure, good, bad, candidates[mid], mid, key, sign, budget,
+                              max_rounds, fixed_rounds, pool)
+        pool = pool.add(diffs, factor=1.5)
+        probes.append(probe)
+        if on_probe:
+            on_probe(probe)
+        if progress:
+            progress(describe(probe, len(candidates)))
+        if probe.decision == UNDECIDED:
+            break
+        if probe.decision == GOOD:
+            low = mid
+        else:
+            high = mid
+    return Bisection(good, bad, key, list(candidates), baseline, step, probes, low, high)
+
+
+def describe(probe: Probe, candidates: int) -> str:
+    iv = probe.interval
+    return (f"probe {probe.commit[:12]} (commit {probe.index + 1} of {candidates}): "
+            f"{probe.decision} after {probe.rounds} round(s); against the GOOD/BAD midpoint "
+            f"{iv.ratio - 1:+.1%} [{iv.ratio_low - 1:+.1%}, {iv.ratio_high - 1:+.1%}] "
+            "(bad side positive)")

@@ -1,0 +1,115 @@
+"""``torchpulse compare BASE HEAD``: a paired, interleaved A/B comparison that adds runs until
+each benchmark is decided (``torchpulse.analysis.sequential``).
+
+Round r measures both commits back to back, BASE first in odd rounds and HEAD first in even
+ones, each in fresh processes. Only the benchmarks still undecided are run again. A
+benchmark without a usable value on one side (failed, skipped, missing, not positive) cannot
+be compared and says so; it does not stop the others.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torchpulse.analysis import sequential
+from torchpulse.analysis.sequential import UNDECIDED, Interval
+from torchpulse.culprit.runs import Measure, Run, RunError
+
+NOT_COMPARED = "not compared"
+DECISIONS = (sequential.SLOWER, sequential.FASTER, sequential.EQUIVALENT, UNDECIDED,
+             NOT_COMPARED)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    key: str
+    decision: str  # one of DECISIONS
+    interval: Interval | None  # of log(head / base), at the level the decision used
+    rounds: int  # runs of each commit that went into the decision
+    base: float | None  # median value of the base runs
+    head: float | None
+    why: str = ""  # for NOT_COMPARED: what was missing
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: str
+    head: str
+    threshold: float
+    alpha: float
+    max_rounds: int
+    outcomes: list[Outcome]
+    runs: int  # processes started, both commits
+
+    @property
+    def slower(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.decision == sequential.SLOWER]
+
+
+def _usable(value: float | None) -> bool:
+    return value is not None and math.isfinite(value) and value > 0
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
+            alpha: float = 0.05, max_rounds: int = 20,
+            progress: Callable[[str], None] | None = None) -> Comparison:
+    schedule = set(sequential.looks(max_rounds))
+    level = sequential.per_look_alpha(alpha, max_rounds)
+    diffs: dict[str, list[float]] = {}
+    seen: dict[str, dict[str, list[float]]] = {}
+    done: dict[str, Outcome] = {}
+    pending: list[str] | None = None  # None: the first round, every selected benchmark
+    runs = 0
+    for r in range(1, max_rounds + 1):
+        # roles, not commits, key the runs: BASE and HEAD may be one commit (a noise check)
+        got: dict[str, Run] = {}
+        for role in ("base", "head") if r % 2 else ("head", "base"):
+            got[role] = measure(base if role == "base" else head, pending)
+            runs += 1
+        if pending is None:
+            pending = sorted(set(got["base"].values) | set(got["head"].values))
+            if not pending:
+                raise RunError("no benchmark was measured: check --bench")
+            seen = {k: {"base": [], "head": []} for k in pending}
+            diffs = {k: [] for k in pending}
+        for k in list(pending):
+            a, b = got["base"].values.get(k), got["head"].values.get(k)
+            for role, value in (("base", a), ("head", b)):
+                if _usable(value):
+                    seen[k][role].append(value)
+            if not (_usable(a) and _usable(b)):
+                role = "base" if not _usable(a) else "head"
+                value = a if role == "base" else b
+                why = "not measured" if value is None else f"value {value!r}"
+                done[k] = Outcome(k, NOT_COMPARED, None, r, _median(seen[k]["base"]),
+                                  _median(seen[k]["head"]), f"{role} run {r}: {why}")
+                continue
+            diffs[k].append(math.log(b) - math.log(a))
+        pending = [k for k in pending if k not in done]
+        if r in schedule:
+            for k in pending:
+                iv = sequential.interval(diffs[k], level)
+                decision = sequential.change(iv, threshold)
+                if decision is None and r == max_rounds:
+                    decision = UNDECIDED
+                if decision is not None:
+                    done[k] = Outcome(k, decision, iv, r, _median(seen[k]["base"]),
+                                      _median(seen[k]["head"]))
+            pending = [k for k in pending if k not in done]
+        if progress:
+            progress(f"round {r}: {len(done)} of {len(done) + len(pending)} benchmark(s) "
+                     f"decided, {runs} runs")
+        if not pending:
+            break
+    return Comparison(base, head, threshold, alpha, max_rounds,
+                      [done[k] for k in sorted(done)], runs)

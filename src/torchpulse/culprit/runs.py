@@ -1,0 +1,160 @@
+"""One run: one commit measured by asv in fresh benchmark processes, the values read back.
+
+``compare`` and ``bisect`` measure the same commits many times, interleaved. Each run is an
+``asv run COMMIT^!`` of the selected benchmarks (``-a rounds=1``: one process per benchmark),
+so asv builds and installs the commit as it does for the dashboard (its wheel is built once
+and cached), discovers the suite and runs it with its own runner. The results go to a
+scratch results tree, never to the project's: a run is read back and its file moved aside,
+so that the next run of the same commit starts clean. Benchmarks are selected by asv's own
+``--bench`` matching, which for a parameterised benchmark matches ``name(p1, p2)`` and so
+runs only the parameter combinations still undecided.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchpulse.errors import TorchpulseError
+from torchpulse.results import asv_results
+from torchpulse.results.gitrepo import GitError
+from torchpulse.results.project import Project
+from torchpulse.results.store import BENCHMARKS_JSON
+
+
+class RunError(TorchpulseError, ValueError):
+    """A commit that cannot be measured, or a selection that measures nothing."""
+
+
+@dataclass
+class Run:
+    """What one run of one commit measured: a value per benchmark key (``name`` or
+    ``name(p1, p2)``, NaN where the benchmark failed or skipped) and its samples."""
+
+    commit: str
+    values: dict[str, float]
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    file: Path | None = None  # the asv results file, kept for storing probes
+    relative: str = ""  # its place in a results tree: <machine>/<file name>
+
+
+Measure = Callable[[str, Sequence[str] | None], Run]
+
+
+def key(name: str, combo: Sequence[str]) -> str:
+    """asv's name of one parameter combination, as its ``--bench`` matches it."""
+    return f"{name}({', '.join(combo)})" if combo else name
+
+
+def selection(keys: Sequence[str]) -> str:
+    """An asv --bench expression that selects exactly ``keys``."""
+    return "^(?:" + "|".join(re.escape(k) for k in sorted(keys)) + ")$"
+
+
+def read(path: Path, commit: str) -> Run:
+    """The values and samples of an asv results file."""
+    results = asv_results.load(path)
+    values: dict[str, float] = {}
+    samples: dict[str, list[float]] = {}
+    for name in asv_results.benchmarks(results):
+        for combo, value, got in asv_results.rows(results, name):
+            k = key(name, combo)
+            values[k] = float(value) if isinstance(value, int | float) else math.nan
+            if got:
+                samples[k] = [float(s) for s in got]
+    return Run(commit, values, samples, path)
+
+
+class AsvRuns:
+    """Runs of commits of ``project`` by asv, each into a scratch tree under ``workdir``.
+
+    The scratch config is the project's with absolute paths, the same environments (so the
+    environment and the build cache are shared with the dashboard's runs), its own results
+    and html directories, and a build cache large enough for the commits of a bisection."""
+
+    def __init__(self, project: Project, bench: str, workdir: Path, machine: str | None = None,
+                 python: str = sys.executable, log: Callable[[str], None] | None = None):
+        self.project, self.bench, self.machine = project, bench, machine
+        self.workdir, self.python, self.log = workdir, python, log
+        self.results_dir = workdir / "results"
+        self.kept = workdir / "runs"
+        self.config = workdir / "asv.conf.json"
+        self.count = 0
+        self._resolved: dict[str, str] = {}
+
+    def resolve(self, rev: str) -> str:
+        if rev not in self._resolved:
+            try:
+                self._resolved[rev] = self.project.resolve(rev)
+            except GitError:
+                raise RunError(f"commit {rev} is not in {self.project.local_repo()}") from None
+        return self._resolved[rev]
+
+    def prepare(self) -> None:
+        """Write the scratch config and describe this machine to asv."""
+        from asv import util as asv_util
+
+        settings = asv_util.load_json(str(self.project.config), js_comments=True)
+        root = self.project.root.resolve()
+        for name, default in (("benchmark_dir", "benchmarks"), ("env_dir", "env")):
+            settings[name] = str(root / str(settings.get(name) or default))
+        settings["repo"] = str(self.project.local_repo().resolve())
+        settings["results_dir"] = str(self.results_dir)
+        settings["html_dir"] = str(self.workdir / "html")
+        settings["build_cache_size"] = max(int(settings.get("build_cache_size") or 2), 8)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.kept.mkdir(exist_ok=True)
+        self.config.write_text(json.dumps(settings, indent=1))
+        self._asv(["machine", "--yes"], "describing this machine")
+
+    def _asv(self, args: list[str], what: str) -> subprocess.CompletedProcess[str]:
+        from torchpulse.results.record import asv_environment
+
+        named = ["--machine", self.machine] if self.machine else []
+        command = [self.python, "-m", "asv", args[0], "--config", str(self.config), *named,
+                   *args[1:]]
+        proc = subprocess.run(command, cwd=self.project.root, env=asv_environment(),
+                              capture_output=True, text=True, check=False)
+        log = self.workdir / "asv.log"
+        with log.open("a") as out:
+            out.write(f"$ {' '.join(command)}\n{proc.stdout}{proc.stderr}\n")
+        if proc.returncode not in (0, 2):  # 2: a benchmark failed, which the values show
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            hint = ("; --bench matched no benchmark (a parameterised one is named with its "
+                    "parameters: name('a', 1))" if "No benchmarks selected" in tail[0] else "")
+            raise RunError(f"asv failed {what} (exit {proc.returncode}): "
+                           f"{tail[0].lstrip('· ')}{hint} (full log: {log})")
+        return proc
+
+    def __call__(self, commit: str, keys: Sequence[str] | None = None) -> Run:
+        sha = self.resolve(commit)
+        bench = self.bench if keys is None else selection(keys)
+        self._asv(["run", "--bench", bench, "-a", "rounds=1", "--record-samples",
+                   "--show-stderr", f"{sha}^!"], f"measuring {sha[:12]}")
+        files = [p for p in self.results_dir.glob("*/*.json") if p.name != "machine.json"]
+        if not files:
+            raise RunError(f"asv measured nothing at {sha[:12]} for --bench {bench!r} (no "
+                           f"results file; log: {self.workdir / 'asv.log'})")
+        run = Run(sha, {}, {})
+        for path in files:
+            self.count += 1
+            # <machine>/<file> kept as the last two parts: asv's Results takes its name
+            # in a results tree from them
+            kept = self.kept / f"{self.count:04d}" / path.parent.name / path.name
+            kept.parent.mkdir(parents=True)
+            shutil.move(str(path), kept)
+            got = read(kept, sha)
+            run.values.update(got.values)
+            run.samples.update(got.samples)
+            run.file, run.relative = kept, f"{path.parent.name}/{path.name}"
+        return run
+
+    def benchmarks_json(self) -> Path:
+        return self.results_dir / BENCHMARKS_JSON

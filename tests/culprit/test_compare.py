@@ -1,0 +1,88 @@
+"""compare() over scripted runs: the sequential decisions, the interleaving, and what it
+does with values it cannot compare."""
+
+import math
+
+import numpy as np
+import pytest
+
+from torchpulse.analysis import sequential
+from torchpulse.culprit.compare import NOT_COMPARED, compare
+from torchpulse.culprit.runs import Run, RunError
+
+
+class Scripted:
+    """Runs whose values are level x lognormal noise; records what was asked for."""
+
+    def __init__(self, levels: dict[str, dict[str, float]], cv: float = 0.02, seed: int = 0):
+        self.levels, self.cv = levels, cv
+        self.rng = np.random.default_rng(seed)
+        self.calls: list[tuple[str, tuple[str, ...] | None]] = []
+
+    def __call__(self, commit, keys=None):
+        self.calls.append((commit, tuple(keys) if keys is not None else None))
+        wanted = keys if keys is not None else list(self.levels[commit])
+        return Run(commit, {k: self.levels[commit][k] * math.exp(self.rng.normal(0, self.cv))
+                            for k in wanted if k in self.levels[commit]})
+
+
+def test_a_large_slowdown_is_decided_slower_at_the_first_look():
+    runs = Scripted({"a": {"t": 1.0}, "b": {"t": 1.5}})
+    result = compare(runs, "a", "b", threshold=0.05, max_rounds=20)
+    (o,) = result.outcomes
+    assert o.decision == sequential.SLOWER and o.rounds == 3
+    assert o.interval.ratio_low > 1.05 and o.interval.ratio == pytest.approx(1.5, rel=0.05)
+    assert o.base == pytest.approx(1.0, rel=0.1) and o.head == pytest.approx(1.5, rel=0.1)
+    assert result.slower == [o] and result.runs == 6
+
+
+def test_equal_commits_are_decided_equivalent():
+    runs = Scripted({"a": {"t": 1.0}, "b": {"t": 1.0}}, cv=0.005)
+    (o,) = compare(runs, "a", "b", threshold=0.05).outcomes
+    assert o.decision == sequential.EQUIVALENT
+
+
+def test_a_speedup_is_faster():
+    runs = Scripted({"a": {"t": 1.0}, "b": {"t": 0.5}})
+    (o,) = compare(runs, "a", "b").outcomes
+    assert o.decision == sequential.FASTER
+
+
+def test_a_change_at_the_threshold_stays_undecided_at_the_cap():
+    runs = Scripted({"a": {"t": 1.0}, "b": {"t": 1.05}}, cv=0.03)
+    (o,) = compare(runs, "a", "b", threshold=0.05, max_rounds=8).outcomes
+    assert o.decision == sequential.UNDECIDED and o.rounds == 8
+    assert o.interval.ratio_low < 1.05 < o.interval.ratio_high
+
+
+def test_runs_interleave_and_decided_benchmarks_are_not_run_again():
+    runs = Scripted({"a": {"fast": 1.0, "same": 1.0}, "b": {"fast": 2.0, "same": 1.04}},
+                    cv=0.03)
+    result = compare(runs, "a", "b", max_rounds=8)
+    assert [c for c, _ in runs.calls[:6]] == ["a", "b", "b", "a", "a", "b"]
+    assert runs.calls[0][1] is None  # the first round runs the whole selection
+    assert all(keys == ("same",) for _, keys in runs.calls[6:])
+    decided = {o.key: o.decision for o in result.outcomes}
+    assert decided["fast"] == sequential.SLOWER
+
+
+def test_base_and_head_may_be_one_commit():
+    runs = Scripted({"a": {"t": 1.0}}, cv=0.001)
+    (o,) = compare(runs, "a", "a").outcomes
+    assert o.decision == sequential.EQUIVALENT and o.rounds == 3
+
+
+def test_a_value_missing_on_one_side_is_not_compared_and_the_rest_goes_on():
+    runs = Scripted({"a": {"t": 1.0, "old": 1.0, "broken": 1.0},
+                     "b": {"t": 2.0, "new": 1.0, "broken": float("nan")}})
+    result = compare(runs, "a", "b")
+    by = {o.key: o for o in result.outcomes}
+    assert by["t"].decision == sequential.SLOWER
+    assert by["old"].decision == NOT_COMPARED and "head run 1: not measured" in by["old"].why
+    assert by["new"].decision == NOT_COMPARED and "base run 1" in by["new"].why
+    assert by["broken"].decision == NOT_COMPARED and "nan" in by["broken"].why
+
+
+def test_a_selection_that_measures_nothing_is_an_error():
+    with pytest.raises(RunError, match="no benchmark was measured"):
+        compare(Scripted({"a": {}, "b": {}}), "a", "b")

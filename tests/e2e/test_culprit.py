@@ -1,0 +1,103 @@
+"""compare, bisect and the CI gate for real: asv builds and measures the commits of a
+fixture repository whose commit 3 makes stepwork.work() 2.5 times slower."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from paths import ROOT
+
+from torchpulse.cli import main
+from torchpulse.culprit import fixture, probes
+from torchpulse.culprit.runs import AsvRuns
+from torchpulse.results.project import Project
+
+pytestmark = pytest.mark.slow
+STEP = 3
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("culprit") / "stepwork"
+    shas = fixture.make(root, commits=5, step_at=STEP, factor=2.5)
+    return root, shas
+
+
+def _tree(results: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(results)): p.read_bytes() for p in sorted(results.rglob("*"))
+            if p.is_file()}
+
+
+def test_bisect_finds_the_step_and_files_its_probes(repo, monkeypatch, capsys, tmp_path):
+    root, shas = repo
+    monkeypatch.chdir(root)
+    code = main(["bisect", shas[0], shas[-1], "--bench", fixture.BENCHMARK])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"first bad commit: {shas[STEP]} revision {STEP} (the step)" in out
+    assert "BAD is slower than GOOD" in err
+    # the probes (commits 2 and 3 of 4 candidates) are filed under their commits
+    stored = {p.name[:8] for p in (root / "results").glob("*/*.json")
+              if p.name != "machine.json"}
+    assert stored == {shas[2][:8], shas[3][:8]}
+    assert f"{shas[3][:12]}: stored in" in err
+
+    # filing a probe again never replaces what is stored: nothing is written
+    before = _tree(root / "results")
+    runs = AsvRuns(Project.load(root / "asv.conf.json"), ".", tmp_path / "w")
+    runs.prepare()
+    run = runs(shas[3], [fixture.BENCHMARK])
+    said = probes.store(runs.project, [run], fixture.BENCHMARK, runs.results_dir,
+                        runs.workdir)
+    assert said.startswith("not stored:") and "already holds" in said
+    assert _tree(root / "results") == before
+
+
+def test_compare_of_equal_commits_is_equivalent_at_a_wide_threshold(repo, monkeypatch,
+                                                                      capsys):
+    root, shas = repo
+    monkeypatch.chdir(root)
+    code = main(["compare", shas[0], shas[1], "--threshold", "50%", "--max-runs", "5",
+                 "--format", "json", "--output", "cmp.json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "bench_work.time_work" in out and "equivalent" in out
+    assert '"decision": "equivalent"' in (root / "cmp.json").read_text()
+
+
+def test_gate_without_history_decides_by_comparing(repo, tmp_path):
+    root, shas = repo
+    project = tmp_path / "gate"
+    shutil.copytree(root, project, ignore=shutil.ignore_patterns("results", ".asv"))
+    (project / ".asv").symlink_to(root / ".asv")  # the environment, not the results
+    env = {**os.environ, "TORCHPULSE": str(Path(sys.executable).with_name("torchpulse")),
+           "PYTHON": sys.executable, "ASV": str(Path(sys.executable).with_name("asv")),
+           "TORCHPULSE_CONFIG": str(project / "asv.conf.json"),
+           "TORCHPULSE_REPORT": str(tmp_path / "report.md"),
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    proc = subprocess.run([str(ROOT / "scripts" / "ci-regression-gate"), "HEAD~2"],
+                          cwd=project, env=env, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "REGRESSION" in proc.stderr and "no stored history" in proc.stdout
+    summary = (tmp_path / "summary.md").read_text()
+    assert "## torchpulse compare: 1 benchmark(s) slower beyond 5%" in summary
+    assert not (project / "results").exists() or not any((project / "results").rglob("*-*.json"))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["bisect", "nosuchrev", "HEAD", "--bench", fixture.BENCHMARK], "is not in"),
+    (["bisect", "HEAD", "HEAD~3", "--bench", fixture.BENCHMARK], "not on the first-parent"),
+    (["bisect", "HEAD~1", "HEAD", "--bench", "bench_work.time_none"], "matched no benchmark"),
+    (["compare", "HEAD~1", "HEAD", "--max-runs", "2"], "--max-runs must be at least 3"),
+])
+def test_bad_input_is_one_line_and_exit_2(repo, monkeypatch, capsys, args, message):
+    root, _ = repo
+    monkeypatch.chdir(root)
+    before = _tree(root / "results")
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert message in err[-1] and err[-1].startswith(f"torchpulse {args[0]}: error:")
+    assert _tree(root / "results") == before
