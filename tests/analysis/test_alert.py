@@ -24,7 +24,7 @@ def test_json_contract_and_planted_steps(alert_project, tmp_path, capsys):
     for a in data["alerts"]:
         assert set(a) == {"benchmark", "params", "machine", "env", "commit", "previous_commit",
                           "culprits", "before", "after", "ratio", "unit", "pvalue", "direction",
-                          "noisy"}
+                          "noisy", "unmeasured_commits", "bisect"}
         assert a["direction"] == "regression" and a["ratio"] > 1 and a["unit"] == "seconds"
         assert a["culprits"][0] == a["commit"]
         assert a["ratio"] == pytest.approx(a["after"] / a["before"])
@@ -170,3 +170,32 @@ def test_an_asv_config_that_is_not_an_object_is_one_line(tmp_path, capsys, conte
     assert main(["alert", "--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(config) in err
+
+
+def test_an_alert_after_unmeasured_commits_prints_the_bisect_command(alert_project, tmp_path,
+                                                                     capsys):
+    import shutil
+
+    source, truths, history = alert_project
+    path = tmp_path / "gappy"
+    shutil.copytree(source, path)
+    step = next(t for t in truths if t.kind == "step" and t.size >= 0.2 and t.distance >= 3)
+    for sha in history[step.at - 2:step.at]:  # the two commits before the step: unmeasured
+        for f in (path / "results").glob(f"*/{sha[:8]}-*.json"):
+            f.unlink()
+    out = tmp_path / "alerts.json"
+    assert alert(path, "--format", "json", "--output", str(out)) == 1
+    mine = [a for a in json.loads(out.read_text())["alerts"]
+            if (a["benchmark"], a["params"][0]) == (step.benchmark, step.param)]
+    assert len(mine) == 1 and mine[0]["commit"] == history[step.at]
+    assert mine[0]["previous_commit"] == history[step.at - 3]
+    assert mine[0]["unmeasured_commits"] == 2
+    command = mine[0]["bisect"]
+    assert command.startswith(f"torchpulse bisect {history[step.at - 3][:12]} "
+                              f"{history[step.at][:12]} --bench ")
+    assert step.benchmark in command and f"--machine {synthetic.MACHINE}" in command
+    capsys.readouterr()
+    assert alert(path) == 1
+    assert command in capsys.readouterr().out
+    assert alert(path, "--format", "markdown") == 1
+    assert "2 unmeasured commit(s) before" in capsys.readouterr().out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from collections import defaultdict
 
 from torchpulse.analysis.alert import (
@@ -52,6 +53,23 @@ def _p(alert: Alert) -> str:
 def _name(alert: Alert) -> str:
     key = alert.key
     return key.benchmark + (f"({', '.join(key.params)})" if key.params else "")
+
+
+def unmeasured(report: Report, alert: Alert) -> int:
+    """First-parent commits between the alert's commit and the measured one before it."""
+    position = report.history.position if report.history else {}
+    if alert.commit not in position or alert.previous_commit not in position:
+        return 0
+    return max(0, position[alert.commit] - position[alert.previous_commit] - 1)
+
+
+def bisect_command(report: Report, alert: Alert) -> str | None:
+    """The command that finds the culprit among unmeasured commits, when there are any and
+    the series is one torchpulse measures (not an imported one)."""
+    if not unmeasured(report, alert) or alert.key.benchmark.startswith("external."):
+        return None
+    return (f"torchpulse bisect {alert.previous_commit[:12]} {alert.commit[:12]} --bench "
+            f"{shlex.quote(_name(alert))} --machine {shlex.quote(alert.key.machine)}")
 
 
 def _what(report: Report) -> str:
@@ -122,6 +140,7 @@ def to_json(report: Report) -> str:
         "culprits": list(a.culprits), "before": a.before, "after": a.after,
         "ratio": _finite(a.ratio), "unit": a.unit, "pvalue": a.pvalue,
         "direction": a.direction, "noisy": a.noisy,
+        "unmeasured_commits": unmeasured(report, a), "bisect": bisect_command(report, a),
     } for a in report.alerts]
     verdicts = [{
         "benchmark": c.series.key.benchmark, "params": list(c.series.key.params),
@@ -160,6 +179,10 @@ def to_text(report: Report) -> str:
                      f"{culprits}")
         if a.noisy:
             lines.append("              on a noisy series: the step clearly exceeds its noise")
+        command = bisect_command(report, a)
+        if command:
+            lines.append(f"              {unmeasured(report, a)} unmeasured commit(s) before "
+                         f"it; find the culprit: {command}")
     lines.append(f"status: {counts(report)}")
     lines += canary_lines(report)
     noisiest = _noisiest(report)
@@ -193,6 +216,12 @@ def to_markdown(report: Report) -> str:
                          f"{change(a)}{' (noisy series)' if a.noisy else ''} | {_p(a)} | "
                          f"{culprits} |")
         lines.append("")
+        for a in alerts:
+            command = bisect_command(report, a)
+            if command:
+                lines += [f"{unmeasured(report, a)} unmeasured commit(s) before "
+                          f"`{commit[:12]}`; to find the culprit of {_md(_name(a))}: "
+                          f"{_md(command)}", ""]
     if not report.alerts:
         lines += ["No regression is active at the newest commit.", ""]
     if report.canary.levels:
