@@ -62,3 +62,20 @@ def test_side_needs_the_interval_on_one_side_of_zero():
     assert side(_iv(0.01, 0.2)) == sequential.BAD
     assert side(_iv(-0.2, -0.01)) == sequential.GOOD
     assert side(_iv(-0.01, 0.2)) is None
+
+
+def test_sprt_decides_for_the_side_the_evidence_leans_to():
+    # half step 0.05, variance 0.01: each round at the bad place adds 2 * 0.05 * 0.05 / 0.01
+    # = 0.5 to the log likelihood ratio; the bound at alpha 0.01 is log(99) = 4.6
+    assert sequential.sprt([0.05] * 9, 0.05, 0.01, 0.01) is None
+    assert sequential.sprt([0.05] * 10, 0.05, 0.01, 0.01) == sequential.BAD
+    assert sequential.sprt([-0.05] * 10, 0.05, 0.01, 0.01) == sequential.GOOD
+    assert sequential.sprt([0.05, -0.05] * 20, 0.05, 0.01, 0.01) is None
+    assert sequential.sprt([1.0] * 5, 0.05, 0.0, 0.01) is None  # no variance known: no claim
+
+
+def test_the_variance_bound_lies_above_the_estimate():
+    pool = Pool().add([0.1, -0.1, 0.05, -0.05, 0.0], factor=1.0)
+    estimate = pool.ss / pool.df
+    assert sequential.variance_bound(pool) > estimate
+    assert sequential.variance_bound(pool, 0.5) < sequential.variance_bound(pool, 0.9)

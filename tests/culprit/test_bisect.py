@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from torchpulse.analysis import sequential
-from torchpulse.culprit.bisect import bisect, expected_probes
+from torchpulse.culprit.bisect import bisect, describe, expected_probes
 from torchpulse.culprit.runs import Run, RunError
 from torchpulse.culprit.simulate import KEY, Noise, SimulatedHistory, trials
 
@@ -31,6 +31,8 @@ def test_bisect_finds_the_planted_commit(step_at):
         assert p.decision == (sequential.BAD if int(p.commit[1:]) >= step_at
                               else sequential.GOOD)
         assert len(p.runs) == p.rounds and all(r.commit == p.commit for r in p.runs)
+        assert (p.llr > 0) == (p.decision == sequential.BAD)  # the SPRT's odds, its side
+        assert "odds " in describe(p, len(h.commits) - 1) and p.decision in describe(p, 16)
 
 
 def test_a_speedup_is_bisected_too():
@@ -46,22 +48,19 @@ def test_no_step_between_good_and_bad_is_reported_not_bisected():
 
 
 def test_an_undecided_probe_ends_with_the_range_not_a_guess():
-    # a probe that measures halfway between GOOD and BAD can never be put on a side
-    h = _history(factor=1.5, cv=0.02)
-    calls = []
+    # GOOD 1.0, BAD 1.5 and every commit from c8 on exactly halfway (on a log scale): the
+    # first probe, c8, is on neither side and no number of rounds can place it
+    levels = {f"c{i}": 1.0 if i < 8 else 1.5 ** 0.5 for i in range(16)} | {"c16": 1.5}
 
     def measure(commit, keys=None):
-        calls.append(commit)
-        run = h(commit, keys)
-        if commit == "c8":  # the first probe reads as the midpoint: neither side
-            good, bad = h.level, h.level * h.factor
-            return Run(commit, {KEY: (good * bad) ** 0.5 * (1 + 0.01 * (len(calls) % 3 - 1))})
-        return run
+        return Run(commit, {KEY: levels[commit]})
 
-    result = bisect(measure, h.commits[0], h.commits[1:], KEY, max_rounds=4)
+    commits = [f"c{i}" for i in range(17)]
+    result = bisect(measure, commits[0], commits[1:], KEY, max_rounds=4)
     assert result.found is None and result.bisected
-    assert result.probes[-1].decision == sequential.UNDECIDED
-    assert result.suspects == h.commits[1:]
+    (probe,) = result.probes
+    assert probe.commit == "c8" and probe.decision == sequential.UNDECIDED and probe.rounds == 4
+    assert result.suspects == commits[1:]
 
 
 def test_fixed_rounds_always_decide():
@@ -91,3 +90,16 @@ def test_noise_from_values_needs_enough_positive_values():
     assert abs(float(np.median(noise.residuals))) < 1e-12 and noise.cv > 0
     with pytest.raises(ValueError, match="at least 5"):
         Noise.from_values([1.0, 0.0, -1.0, float("nan")])
+
+
+def test_measured_values_take_the_commits_in_turn():
+    from torchpulse.culprit.simulate import measured_values
+
+    asked = []
+
+    def measure(commit, keys):
+        asked.append((commit, tuple(keys)))
+        return Run(commit, {KEY: 1.0 + len(asked)})
+
+    assert measured_values(measure, ["a", "b"], KEY, 5) == [2.0, 3.0, 4.0, 5.0, 6.0]
+    assert asked == [(c, (KEY,)) for c in "ababa"]

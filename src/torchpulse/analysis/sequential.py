@@ -122,6 +122,36 @@ def change(iv: Interval, threshold: float) -> str | None:
     return None
 
 
+def variance_bound(pool: Pool, confidence: float = 0.9) -> float:
+    """An upper confidence bound of the per-run variance: the SPRT takes the variance as
+    known, and an estimate from a few degrees of freedom is too small half of the time."""
+    return pool.ss / float(stats.chi2.ppf(1 - confidence, pool.df))
+
+
+def log_likelihood_ratio(diffs: Sequence[float], half_step: float, variance: float) -> float:
+    """log P(diffs | bad place) / P(diffs | good place), for normal differences."""
+    return 2 * half_step * math.fsum(diffs) / variance
+
+
+def sprt(diffs: Sequence[float], half_step: float, variance: float,
+         alpha: float) -> str | None:
+    """Wald's sequential probability ratio test between two places a probe can be: every
+    difference has mean +``half_step`` (the bad side) or -``half_step`` (the good side) and
+    the given variance. It decides when the log likelihood ratio, 2 * half_step * sum /
+    variance, leaves +-log((1 - alpha) / alpha): each wrong side has probability about
+    ``alpha``, and it needs far fewer rounds than an interval that must exclude zero,
+    because it knows how far apart the two places are."""
+    if half_step <= 0 or variance <= 0:
+        return None
+    bound = math.log((1 - alpha) / alpha)
+    llr = log_likelihood_ratio(diffs, half_step, variance)
+    if llr >= bound:
+        return BAD
+    if llr <= -bound:
+        return GOOD
+    return None
+
+
 def side(iv: Interval) -> str | None:
     """What an interval of (probe - midpoint of good and bad), signed so that the bad side
     is positive, says: the probe is on the good side, the bad side, or nothing yet."""

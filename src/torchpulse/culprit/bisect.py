@@ -40,6 +40,7 @@ class Probe:
     interval: Interval  # of the probe against the midpoint, bad side positive
     rounds: int
     runs: list[Run] = field(default_factory=list, repr=False, compare=False)
+    llr: float | None = None  # the SPRT's log likelihood ratio, bad over good, when it ran
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,13 @@ def _baseline(measure: Measure, good: str, bad: str, key: str, threshold: float,
 
 def _probe(measure: Measure, good: str, bad: str, commit: str, index: int, key: str,
            sign: float, alpha: float, max_rounds: int, fixed: int | None,
-           pool: sequential.Pool) -> tuple[Probe, list[float]]:
+           pool: sequential.Pool, steps: list[float]) -> tuple[Probe, list[float]]:
+    """Measure a probe until the SPRT puts it on a side (or ``fixed`` rounds, then the sign
+    of the mean). ``steps`` holds every round's BAD - GOOD so far (signed, so positive) and
+    gains this probe's: the distance between the two sides, known better with every round."""
     diffs: list[float] = []
     runs: list[Run] = []
-    schedule = {fixed} if fixed else set(sequential.looks(max_rounds))
-    level = alpha / len(schedule)
+    level = alpha / 2  # the interval shown as evidence, at the probe's budget
     for r in range(1, (fixed or max_rounds) + 1):
         trio = (good, commit, bad)
         got: dict[int, float] = {}
@@ -131,16 +134,25 @@ def _probe(measure: Measure, good: str, bad: str, commit: str, index: int, key: 
             if slot == 1:
                 runs.append(run)
         diffs.append(sign * (got[1] - (got[0] + got[2]) / 2))
-        if r not in schedule:
+        steps.append(sign * (got[2] - got[0]))
+        if r < sequential.MIN_ROUNDS or (fixed and r < fixed):
             continue
         # a probe's difference combines 1 + 1/4 + 1/4 runs' variance
         iv = sequential.interval(diffs, level, pool, factor=1.5)
-        decision = (BAD if iv.mean > 0 else GOOD) if fixed else sequential.side(iv)
+        llr = None
+        if fixed:
+            decision: str | None = BAD if iv.mean > 0 else GOOD
+        else:
+            variance = sequential.variance_bound(pool.add(diffs, factor=1.5)) * 1.5
+            half_step = math.fsum(steps) / len(steps) / 2
+            decision = sequential.sprt(diffs, half_step, variance, alpha)
+            if half_step > 0 and variance > 0:
+                llr = sequential.log_likelihood_ratio(diffs, half_step, variance)
         if decision is None and r == max_rounds:
             decision = UNDECIDED
         if decision is not None:
-            return Probe(commit, index, decision, iv, r, runs), diffs
-    raise AssertionError("the last look always decides")  # pragma: no cover
+            return Probe(commit, index, decision, iv, r, runs, llr), diffs
+    raise AssertionError("the last round always decides")  # pragma: no cover
 
 
 def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
@@ -160,6 +172,7 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
     baseline, step, diffs = _baseline(measure, good, bad, key, threshold, budget, max_rounds,
                                       fixed_rounds, progress)
     pool = sequential.Pool().add(diffs, factor=2.0)  # BAD - GOOD: two runs' variance
+    steps = [d * (1.0 if step == sequential.SLOWER else -1.0) for d in diffs]
     low, high = -1, len(candidates) - 1
     probes: list[Probe] = []
     if step not in (sequential.SLOWER, sequential.FASTER):
@@ -171,7 +184,7 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
     while high - low > 1:
         mid = (low + high) // 2
         probe, diffs = _probe(measure, good, bad, candidates[mid], mid, key, sign, budget,
-                              max_rounds, fixed_rounds, pool)
+                              max_rounds, fixed_rounds, pool, steps)
         pool = pool.add(diffs, factor=1.5)
         probes.append(probe)
         if on_probe:
@@ -187,9 +200,18 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
     return Bisection(good, bad, key, list(candidates), baseline, step, probes, low, high)
 
 
+def odds(probe: Probe) -> str:
+    """The SPRT's likelihood ratio for the side it chose, as odds ("odds 240:1 bad")."""
+    if probe.llr is None:
+        return ""
+    side = BAD if probe.llr >= 0 else GOOD
+    return f"odds {math.exp(min(abs(probe.llr), 700)):.3g}:1 {side}"
+
+
 def describe(probe: Probe, candidates: int) -> str:
     iv = probe.interval
+    said = odds(probe)
     return (f"probe {probe.commit[:12]} (commit {probe.index + 1} of {candidates}): "
-            f"{probe.decision} after {probe.rounds} round(s); against the GOOD/BAD midpoint "
-            f"{iv.ratio - 1:+.1%} [{iv.ratio_low - 1:+.1%}, {iv.ratio_high - 1:+.1%}] "
-            "(bad side positive)")
+            f"{probe.decision} after {probe.rounds} round(s){', ' + said if said else ''}; "
+            f"against the GOOD/BAD midpoint {iv.ratio - 1:+.1%} "
+            f"[{iv.ratio_low - 1:+.1%}, {iv.ratio_high - 1:+.1%}] (bad side positive)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from torchpulse.analysis import sequential
-from torchpulse.culprit.bisect import Bisection
+from torchpulse.culprit.bisect import Bisection, odds
 from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
 from torchpulse.text import markdown_cell, printable, workflow_data
 
@@ -108,7 +108,8 @@ def bisection_text(b: Bisection, subjects: dict[str, str]) -> str:
     if b.found:
         probe = next((p for p in b.probes if p.commit == b.found), None)
         evidence = (f"probe {probe.interval.ratio - 1:+.1%} against the midpoint after "
-                    f"{probe.rounds} rounds" if probe else "BAD itself")
+                    f"{probe.rounds} rounds{', ' + odds(probe) if probe.llr is not None else ''}"
+                    if probe else "BAD itself")
         lines.append(f"first bad commit: {b.found} {printable(subjects.get(b.found, ''))}")
         before = b.candidates[b.low] if b.low >= 0 else b.good
         lines.append(f"  evidence: {evidence}; its parent {before[:12]} is good; "

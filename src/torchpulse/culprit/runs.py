@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,7 @@ class AsvRuns:
                  python: str = sys.executable, log: Callable[[str], None] | None = None):
         self.project, self.bench, self.machine = project, bench, machine
         self.workdir, self.python, self.log = workdir, python, log
+        # fresh folders in prepare(): a workdir used before may hold an older scratch tree
         self.results_dir = workdir / "results"
         self.kept = workdir / "runs"
         self.config = workdir / "asv.conf.json"
@@ -99,18 +101,12 @@ class AsvRuns:
 
     def prepare(self) -> None:
         """Write the scratch config and describe this machine to asv."""
-        from asv import util as asv_util
-
-        settings = asv_util.load_json(str(self.project.config), js_comments=True)
-        root = self.project.root.resolve()
-        for name, default in (("benchmark_dir", "benchmarks"), ("env_dir", "env")):
-            settings[name] = str(root / str(settings.get(name) or default))
-        settings["repo"] = str(self.project.local_repo().resolve())
-        settings["results_dir"] = str(self.results_dir)
-        settings["html_dir"] = str(self.workdir / "html")
-        settings["build_cache_size"] = max(int(settings.get("build_cache_size") or 2), 8)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.kept.mkdir(exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(dir=self.workdir, prefix="asv-"))
+        self.results_dir, self.kept = scratch / "results", scratch / "runs"
+        self.config = scratch / "asv.conf.json"
+        self.kept.mkdir()
+        settings = self.project.elsewhere(self.results_dir, scratch / "html")
         self.config.write_text(json.dumps(settings, indent=1))
         self._asv(["machine", "--yes"], "describing this machine")
 

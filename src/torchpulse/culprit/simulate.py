@@ -101,3 +101,15 @@ def trials(noise: Noise, factor: float, n: int = 32, count: int = 200, alpha: fl
         rounds += result.rounds
         runs += history.runs
     return TrialSummary(count, found, wrong, undecided, rounds / max(probes, 1), runs / count)
+
+
+def measured_values(measure, commits: Sequence[str], key: str, count: int,
+                    progress=None) -> list[float]:
+    """``count`` runs of commits with the same code, taken in turn as a bisection takes
+    its runs (each run installs its commit afresh): the noise a model is drawn from."""
+    values = []
+    for i in range(count):
+        values.append(measure(commits[i % len(commits)], [key]).values[key])
+        if progress and (i + 1) % 10 == 0:
+            progress(f"noise: {i + 1} of {count} runs")
+    return values

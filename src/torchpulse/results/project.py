@@ -65,6 +65,24 @@ class Project:
             return self
         return dataclasses.replace(self, html_dir=Path(html_dir))
 
+    def elsewhere(self, results_dir: Path, html_dir: Path,
+                  min_build_cache: int = 8) -> dict:
+        """The config's own settings (as written, read with asv's loader) made to run from
+        anywhere: every path absolute, results and site in the given folders, the same
+        environments and build cache, which keeps at least ``min_build_cache`` builds."""
+        from asv import util as asv_util
+
+        settings = asv_util.load_json(str(self.config), js_comments=True)
+        root = self.root.resolve()
+        for name, default in (("benchmark_dir", "benchmarks"), ("env_dir", "env")):
+            settings[name] = str(root / str(settings.get(name) or default))
+        settings["repo"] = str(self.local_repo())
+        settings["results_dir"] = str(results_dir)
+        settings["html_dir"] = str(html_dir)
+        settings["build_cache_size"] = max(int(settings.get("build_cache_size") or 2),
+                                           min_build_cache)
+        return settings
+
     @property
     def root(self) -> Path:
         """The config's directory: asv's working directory, the base of relative paths."""
