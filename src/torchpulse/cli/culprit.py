@@ -49,7 +49,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _proj, runs = _runs(args, "compare", args.bench)
     base, head = runs.resolve(args.base), runs.resolve(args.head)
     note("compare", f"{head[:12]} against {base[:12]}, interleaved, up to {args.max_runs} runs "
-         "of each (the first builds each commit once)")
+         "of each (asv builds each commit on its first run)")
     result = compare(runs, base, head, threshold=args.threshold, alpha=args.alpha,
                      max_rounds=args.max_runs, progress=lambda line: note("compare", line))
     write_output(render_comparison(result, args.format), args.output)
