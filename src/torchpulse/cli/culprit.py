@@ -90,7 +90,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD, metavar="FRACTION",
                    help=f"smallest change that matters, 0.05 or 5%% (default: "
-                   f"{DEFAULT_THRESHOLD:.0%})")
+                   f"{DEFAULT_THRESHOLD * 100:g}%%)")
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
                    help=f"chance of a wrong decision, per benchmark (default: {DEFAULT_ALPHA})")
     p.add_argument("--max-runs", type=positive_int, default=DEFAULT_MAX_RUNS, metavar="N",
