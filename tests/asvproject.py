@@ -17,11 +17,15 @@ class Project:
     side: str  # a commit only on branch "side"
 
     def tree_bytes(self) -> dict[str, bytes]:
-        """Every file under results/ with its content: 'byte-for-byte unchanged' checks."""
-        if not self.results.exists():
-            return {}
-        return {str(p.relative_to(self.results)): p.read_bytes()
-                for p in sorted(self.results.rglob("*")) if p.is_file()}
+        return tree_bytes(self.results)
+
+
+def tree_bytes(results: Path) -> dict[str, bytes]:
+    """Every file under ``results`` with its content: 'byte-for-byte unchanged' checks."""
+    if not results.exists():
+        return {}
+    return {str(p.relative_to(results)): p.read_bytes()
+            for p in sorted(results.rglob("*")) if p.is_file()}
 
 
 def _git(root: Path, *args: str) -> str:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from asvproject import tree_bytes
 from paths import ROOT
 
 from torchpulse.cli import main
@@ -26,11 +27,6 @@ def repo(tmp_path_factory):
     return root, shas
 
 
-def _tree(results: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(results)): p.read_bytes() for p in sorted(results.rglob("*"))
-            if p.is_file()}
-
-
 def test_bisect_finds_the_step_and_files_its_probes(repo, monkeypatch, capsys, tmp_path):
     root, shas = repo
     monkeypatch.chdir(root)
@@ -46,14 +42,14 @@ def test_bisect_finds_the_step_and_files_its_probes(repo, monkeypatch, capsys, t
     assert f"{shas[3][:12]}: stored in" in err
 
     # filing a probe again never replaces what is stored: nothing is written
-    before = _tree(root / "results")
+    before = tree_bytes(root / "results")
     runs = AsvRuns(Project.load(root / "asv.conf.json"), ".", tmp_path / "w")
     runs.prepare()
     run = runs(shas[3], [fixture.BENCHMARK])
     said = probes.store(runs.project, [run], fixture.BENCHMARK, runs.results_dir,
                         runs.workdir)
     assert said.startswith("not stored:") and "already holds" in said
-    assert _tree(root / "results") == before
+    assert tree_bytes(root / "results") == before
 
 
 def test_compare_of_equal_commits_is_equivalent_at_a_wide_threshold(repo, monkeypatch,
@@ -96,8 +92,8 @@ def test_gate_without_history_decides_by_comparing(repo, tmp_path):
 def test_bad_input_is_one_line_and_exit_2(repo, monkeypatch, capsys, args, message):
     root, _ = repo
     monkeypatch.chdir(root)
-    before = _tree(root / "results")
+    before = tree_bytes(root / "results")
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert message in err[-1] and err[-1].startswith(f"torchpulse {args[0]}: error:")
-    assert _tree(root / "results") == before
+    assert tree_bytes(root / "results") == before

@@ -4,3 +4,4 @@ shows them in `--help`, which must stay fast."""
 DEFAULT_ALPHA = 0.01  # significance within a series, false-discovery rate across series
 DEFAULT_THRESHOLD = 0.05  # smallest change worth an alert, as a fraction
 FORMATS = ("text", "markdown", "json", "github")
+MIN_ROUNDS = 3  # compare/bisect: a t interval from two differences is too wide to decide anything

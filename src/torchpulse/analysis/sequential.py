@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 from scipy import stats
 
+from torchpulse.analysis.defaults import MIN_ROUNDS
+
 SLOWER, FASTER, EQUIVALENT, UNDECIDED = "slower", "faster", "equivalent", "undecided"
 GOOD, BAD = "good", "bad"
-MIN_ROUNDS = 3  # a t interval from two differences is too wide to decide anything useful
 
 
 def looks(max_rounds: int, min_rounds: int = MIN_ROUNDS) -> list[int]:

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from torchpulse.analysis.defaults import FORMATS, MIN_ROUNDS
 from torchpulse.cli.args import (
     EXIT_FAILED,
     EXIT_OK,
@@ -20,20 +21,18 @@ from torchpulse.cli.args import (
     project,
     write_output,
 )
+from torchpulse.results.external import MEASURED
 
-FORMATS = ("text", "markdown", "json", "github")  # culprit.report.FORMATS, without its imports
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 DEFAULT_MAX_RUNS = 20
-MIN_RUNS = 3  # analysis.sequential.MIN_ROUNDS, without importing scipy for --help
-DEFAULT_BENCH = r"^(?!external\.)"  # every measured suite, not the stubs of imported results
 
 
 def _runs(args: argparse.Namespace, command: str, bench: str):
     from torchpulse.culprit.runs import AsvRuns
 
-    if args.max_runs < MIN_RUNS:
-        raise UsageError(f"--max-runs must be at least {MIN_RUNS}, got {args.max_runs}")
+    if args.max_runs < MIN_ROUNDS:
+        raise UsageError(f"--max-runs must be at least {MIN_ROUNDS}, got {args.max_runs}")
     proj = project(args)
     workdir = Path(tempfile.mkdtemp(prefix=f"torchpulse-{command}-"))
     runs = AsvRuns(proj, bench, workdir, machine=args.machine)
@@ -113,7 +112,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("base", metavar="BASE", help="the reference commit (any git revision)")
     p.add_argument("head", metavar="HEAD", help="the commit under test")
-    p.add_argument("--bench", default=DEFAULT_BENCH, metavar="RE",
+    p.add_argument("--bench", default=MEASURED, metavar="RE",
                    help="asv --bench regular expression (default: every suite but the stubs "
                    "of imported results)")
     _common(p)

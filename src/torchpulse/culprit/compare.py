@@ -10,6 +10,7 @@ be compared and says so; it does not stop the others.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -53,11 +54,7 @@ def _usable(value: float | None) -> bool:
 
 
 def _median(values: list[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return statistics.median(values) if values else None
 
 
 def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,

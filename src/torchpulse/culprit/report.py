@@ -13,8 +13,6 @@ from torchpulse.culprit.bisect import Bisection, odds
 from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
 from torchpulse.text import markdown_cell, printable, workflow_data
 
-FORMATS = ("text", "markdown", "json", "github")
-
 
 def _value(v: float | None) -> str:
     if v is None:

@@ -27,7 +27,6 @@ from torchpulse.errors import TorchpulseError
 from torchpulse.results import asv_results
 from torchpulse.results.gitrepo import GitError
 from torchpulse.results.project import Project
-from torchpulse.results.store import BENCHMARKS_JSON
 
 
 class RunError(TorchpulseError, ValueError):
@@ -42,8 +41,12 @@ class Run:
     commit: str
     values: dict[str, float]
     samples: dict[str, list[float]] = field(default_factory=dict)
-    file: Path | None = None  # the asv results file, kept for storing probes
-    relative: str = ""  # its place in a results tree: <machine>/<file name>
+    file: Path | None = None  # the asv results file, kept as .../<machine>/<file name>
+
+    @property
+    def relative(self) -> str:
+        """The results file's place in a results tree: <machine>/<file name>."""
+        return f"{self.file.parent.name}/{self.file.name}" if self.file else ""
 
 
 Measure = Callable[[str, Sequence[str] | None], Run]
@@ -81,9 +84,9 @@ class AsvRuns:
     and html directories, and a build cache large enough for the commits of a bisection."""
 
     def __init__(self, project: Project, bench: str, workdir: Path, machine: str | None = None,
-                 python: str = sys.executable, log: Callable[[str], None] | None = None):
+                 python: str = sys.executable):
         self.project, self.bench, self.machine = project, bench, machine
-        self.workdir, self.python, self.log = workdir, python, log
+        self.workdir, self.python = workdir, python
         # fresh folders in prepare(): a workdir used before may hold an older scratch tree
         self.results_dir = workdir / "results"
         self.kept = workdir / "runs"
@@ -149,8 +152,5 @@ class AsvRuns:
             got = read(kept, sha)
             run.values.update(got.values)
             run.samples.update(got.samples)
-            run.file, run.relative = kept, f"{path.parent.name}/{path.name}"
+            run.file = kept
         return run
-
-    def benchmarks_json(self) -> Path:
-        return self.results_dir / BENCHMARKS_JSON

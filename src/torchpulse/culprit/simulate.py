@@ -10,13 +10,13 @@ outliers (a busy moment) carry over as measured.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from torchpulse.culprit.bisect import bisect
-from torchpulse.culprit.runs import Run
+from torchpulse.culprit.runs import Measure, Run
 
 KEY = "simulated"
 
@@ -103,8 +103,8 @@ def trials(noise: Noise, factor: float, n: int = 32, count: int = 200, alpha: fl
     return TrialSummary(count, found, wrong, undecided, rounds / max(probes, 1), runs / count)
 
 
-def measured_values(measure, commits: Sequence[str], key: str, count: int,
-                    progress=None) -> list[float]:
+def measured_values(measure: Measure, commits: Sequence[str], key: str, count: int,
+                    progress: Callable[[str], None] | None = None) -> list[float]:
     """``count`` runs of commits with the same code, taken in turn as a bisection takes
     its runs (each run installs its commit afresh): the noise a model is drawn from."""
     values = []
