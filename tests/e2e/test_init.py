@@ -79,11 +79,16 @@ def test_init_then_asv_then_alert_names_the_slow_commit(tmp_path):
     assert alert.returncode == 1, alert.stdout[-3000:] + alert.stderr[-3000:]
     report = json.loads(alert.stdout)
     # forward and backward both slow down; on a busy machine one of the two series may be
-    # too noisy (or too disturbed) for a verdict, so at least one alert, each at that commit
+    # too noisy (or too disturbed) for a verdict, so at least one alert, each naming that
+    # commit. A shared CI machine can also add a smaller rise elsewhere in a series, which
+    # the alert rightly lists as a further culprit: the slow commit must be among them.
     timed = ("bench_model.Tiny.time_forward", "bench_model.Tiny.time_backward")
     tiny = [a for a in report["alerts"] if a["benchmark"] in timed]
+    order = {sha: i for i, sha in enumerate(shas)}
+    named = [(a["benchmark"], [order.get(c) for c in a["culprits"]]) for a in tiny]
     assert tiny, report["alerts"]
-    assert {a["commit"] for a in tiny} == {shas[SLOW_AT]}, tiny
+    assert all(shas[SLOW_AT] in a["culprits"] for a in tiny), named
+    assert all(a["ratio"] > 1.5 for a in tiny), [(a["benchmark"], a["ratio"]) for a in tiny]
 
 
 def test_init_writes_a_whole_project_or_nothing(tmp_path, monkeypatch):
