@@ -163,7 +163,9 @@ def test_cli_warm_up_only_still_writes_the_table(tmp_path, capsys):
                  "ppl_robust_reg,multiheadattn", "--gpu", "-1", "--preset", "smoke",
                  "--output", str(out)]) == 0
     rows = table.read(out)
-    assert set(rows) == {("ppl_robust_reg", "vjp"), ("multiheadattn", "vjp")}
+    assert set(rows) == {(m, t) for m in ("ppl_robust_reg", "multiheadattn")
+                         for t in ("vjp", "functorch vjp")}
+    assert all(math.isnan(mean) for mean, _ in rows.values())
     assert "Results for model multiheadattn on task vjp" in capsys.readouterr().out
 
 
@@ -173,14 +175,62 @@ def test_cli_timed_run_and_compare(tmp_path, capsys):
         assert main(["autograd", "--num-iters", "2", "--model-filter", "ppl_simple_reg",
                      "--gpu", "-1", "--preset", "smoke", "--output", str(path)]) == 0
     rows = table.read(before)
-    assert {task for _, task in rows} == set(choices.ALL_TASKS)
+    # every task, and every one again through functorch but jacobian, which it cannot do
+    functorch = {f"functorch {t}" for t in choices.ALL_TASKS if t != "jacobian"}
+    assert {task for _, task in rows} == set(choices.ALL_TASKS) | functorch
     assert all(mean > 0 and var >= 0 for mean, var in rows.values())
-    capsys.readouterr()
+    out = capsys.readouterr().out
+    assert "Results for model ppl_simple_reg on task hvp using Functorch: " in out
+    assert ("Failed model using Functorch: ppl_simple_reg, task: jacobian, Error message: "
+            "functorch has no equivalent") in out
     assert main(["autograd", "compare", str(before), str(after)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "| model | task | before (s) | after (s) | speedup |"
-    assert len(lines) == 2 + len(choices.ALL_TASKS)
+    assert len(lines) == 2 + len(rows)
     assert all(line.endswith("x |") for line in lines[2:])
+
+
+def test_cli_no_functorch_leaves_its_rows_out(tmp_path):
+    out = tmp_path / "out.md"
+    assert main(["autograd", "--num-iters", "1", "--model-filter", "ppl_simple_reg",
+                 "--task-filter", "vjp,hvp", "--gpu", "-1", "--preset", "smoke",
+                 "--no-functorch", "--output", str(out)]) == 0
+    assert set(table.read(out)) == {("ppl_simple_reg", "vjp"), ("ppl_simple_reg", "hvp")}
+
+
+@pytest.mark.parametrize("model, task", [(m.name, t) for m, t in models.supported_pairs()
+                                         if m.name.startswith("ppl_") or t == "vjp"])
+def test_functorch_agrees_with_autograd_functional_or_says_why_not(model, task):
+    """Upstream's consistency check: the functorch result of the warm-up call matches
+    torch.autograd.functional's; where the transforms cannot go (jacobian, detr's scipy
+    matcher, deepspeech's packed sequences) a RuntimeError, which upstream reports."""
+    prepared = run.Prepared(models.BY_NAME[model], task, CPU, "smoke", seed=0, functorch=True)
+    cannot = task == "jacobian" or model in ("detr", "deepspeech")
+    if cannot:
+        with pytest.raises(RuntimeError):
+            prepared.warm_up()
+    else:
+        prepared.warm_up()  # raises AssertionError on disagreement
+
+
+def test_a_disagreeing_functorch_row_is_left_out_and_fails_the_run(tmp_path, monkeypatch,
+                                                                    capsys):
+    real = tasks.functorch_function
+
+    def off_by_one(task):
+        def wrong(fn, inputs, v):
+            out, grads = real(task)(fn, inputs, v)
+            return out, tuple(g + 1 for g in grads)
+        return wrong
+
+    monkeypatch.setattr(tasks, "functorch_function", off_by_one)
+    out = tmp_path / "out.md"
+    assert main(["autograd", "--num-iters", "1", "--model-filter", "ppl_simple_reg",
+                 "--task-filter", "vjp", "--gpu", "-1", "--preset", "smoke",
+                 "--output", str(out)]) == 1
+    assert set(table.read(out)) == {("ppl_simple_reg", "vjp")}
+    err = capsys.readouterr().err
+    assert "functorch vjp on ppl_simple_reg disagrees with torch.autograd.functional" in err
 
 
 def test_cli_bad_input(tmp_path, capsys):
@@ -198,9 +248,11 @@ def test_output_imports_as_asv_results(tmp_path):
     from torchpulse.results.importers import autograd as importer
 
     path = tmp_path / "out.md"
-    path.write_text(table.to_markdown([run.Timing("detr", "vjp", (0.2, 0.3))]))
-    (record,) = importer.parse(Path(path), path.read_text(), None)
-    assert record.params == ("detr", "vjp") and record.value == pytest.approx(0.25)
+    path.write_text(table.to_markdown([run.Timing("detr", "vjp", (0.2, 0.3)),
+                                       run.Timing("detr", "functorch vjp", (0.4,))]))
+    plain, functorch = importer.parse(Path(path), path.read_text(), None)
+    assert plain.params == ("detr", "vjp") and plain.value == pytest.approx(0.25)
+    assert functorch.params == ("detr", "functorch vjp") and functorch.value == 0.4
 
 
 def test_compare_of_a_binary_file_is_one_line(tmp_path, capsys):

@@ -1,5 +1,7 @@
 """Timing a (model, task) pair as upstream's run_model does: build, one warm-up call, then
-``num_iters`` timed calls, each between device synchronisations."""
+``num_iters`` timed calls, each between device synchronisations; and, where functorch
+imports, the same pair again through functorch's transforms (upstream's ``functorch <task>``
+rows, whose warm-up call is checked against torch.autograd.functional's result)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,12 @@ import torch
 
 from torchpulse.autograd.choices import ALL_TASKS
 from torchpulse.autograd.models import BY_NAME, MODELS, ModelDef
-from torchpulse.autograd.tasks import make_v, run_once
+from torchpulse.autograd.tasks import (
+    check_functorch,
+    make_v,
+    run_once,
+    run_once_functorch,
+)
 from torchpulse.errors import TorchpulseError
 from torchpulse.presets import resolve_preset
 
@@ -22,10 +29,13 @@ class SelectionError(TorchpulseError, ValueError):
     """An unknown model or task name, or a GPU this machine does not have."""
 
 
+FUNCTORCH = "functorch "  # upstream's task-name prefix of a functorch row
+
+
 @dataclass(frozen=True)
 class Timing:
     model: str
-    task: str
+    task: str  # "vjp", or "functorch vjp" for the task through functorch's transforms
     times: tuple[float, ...]  # seconds
 
     @property
@@ -53,25 +63,37 @@ def select(model_filter: Sequence[str] | None, task_filter: Sequence[str] | None
 
 
 class Prepared:
-    """A model built at a size with the task's vector: ``call()`` runs the task once."""
+    """A model built at a size with the task's vector: ``call()`` runs the task once
+    (through functorch's transforms when ``functorch``)."""
 
     def __init__(self, model: ModelDef, task: str, device: torch.device, preset: str,
-                 seed: int) -> None:
+                 seed: int, functorch: bool = False) -> None:
         torch.manual_seed(seed)
         self.fn, self.inputs = model.getter(device, model.size(preset))
         self.v = make_v(self.fn, self.inputs, task)
         self.task = task
+        self.functorch = functorch
 
     def call(self) -> object:
-        return run_once(self.fn, self.inputs, self.task, self.v)
+        once = run_once_functorch if self.functorch else run_once
+        return once(self.fn, self.inputs, self.task, self.v)
+
+    def warm_up(self) -> None:
+        """The untimed first call; for functorch, checked against autograd.functional."""
+        if self.functorch:
+            check_functorch(self.fn, self.inputs, self.task, self.v)
+        else:
+            self.call()
 
 
 def run_model(model: ModelDef, task: str, device: torch.device, preset: str, num_iters: int,
-              seed: int = 0) -> Timing:
+              seed: int = 0, functorch: bool = False) -> Timing:
+    """Time one pair. Through functorch: RuntimeError for a task it cannot do (jacobian) or
+    a model it cannot transform, AssertionError when its result disagrees."""
     sync: Callable[[], None] = (torch.cuda.synchronize if device.type == "cuda"
                                 else (lambda: None))
-    prepared = Prepared(model, task, device, preset, seed)
-    prepared.call()  # warm-up (upstream's smoke test with --num-iters 0)
+    prepared = Prepared(model, task, device, preset, seed, functorch)
+    prepared.warm_up()  # upstream's smoke test with --num-iters 0
     times = []
     for _ in range(num_iters):
         sync()
@@ -79,7 +101,7 @@ def run_model(model: ModelDef, task: str, device: torch.device, preset: str, num
         prepared.call()
         sync()
         times.append(time.perf_counter() - start)
-    return Timing(model.name, task, tuple(times))
+    return Timing(model.name, FUNCTORCH + task if functorch else task, tuple(times))
 
 
 def device_for_gpu(gpu: int) -> torch.device:
@@ -91,20 +113,47 @@ def device_for_gpu(gpu: int) -> torch.device:
     return torch.device("cpu" if gpu < 0 else f"cuda:{gpu}")
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A functorch row not written: the pair and why. A RuntimeError (no such transform, as
+    for jacobian, or an op the transforms cannot go through, as detr's scipy matcher) is
+    upstream's "Failed model using Functorch" and no error; a result that disagrees with
+    torch.autograd.functional's is one."""
+
+    model: str
+    task: str
+    reason: str
+    disagrees: bool
+
+
 def run_all(pairs: Sequence[tuple[ModelDef, str]], device: torch.device,
             preset: str | None = None, num_iters: int = 10, seed: int = 0,
-            threads: int | None = None,
-            done: Callable[[Timing], None] | None = None) -> list[Timing]:
+            threads: int | None = None, functorch: bool = False,
+            done: Callable[[Timing], None] | None = None,
+            failed: Callable[[Failure], None] | None = None) -> list[Timing]:
     """Time every pair in turn at ``preset`` (default: the device's) with ``threads`` torch
-    threads (default: the preset's); ``done`` hears of each as it finishes."""
+    threads (default: the preset's), each followed by its functorch row when ``functorch``;
+    ``done`` hears of each timing as it finishes, ``failed`` of each functorch row not
+    written."""
     sizes = resolve_preset(preset, device.type)
     threads = threads or sizes.num_threads
     if threads:
         torch.set_num_threads(threads)
     timings = []
     for model, task in pairs:
-        timing = run_model(model, task, device, sizes.name, num_iters, seed)
-        timings.append(timing)
-        if done is not None:
-            done(timing)
+        variants = (False, True) if functorch else (False,)
+        for through_functorch in variants:
+            try:
+                timing = run_model(model, task, device, sizes.name, num_iters, seed,
+                                   through_functorch)
+            except (RuntimeError, AssertionError) as exc:
+                if not through_functorch:
+                    raise
+                if failed is not None:
+                    failed(Failure(model.name, task, " ".join(str(exc).split()),
+                                   isinstance(exc, AssertionError)))
+                continue
+            timings.append(timing)
+            if done is not None:
+                done(timing)
     return timings

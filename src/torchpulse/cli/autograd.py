@@ -8,6 +8,7 @@ from pathlib import Path
 
 from torchpulse.autograd.choices import ALL_TASKS, MODELS
 from torchpulse.cli.args import (
+    EXIT_FAILED,
     EXIT_OK,
     UsageError,
     add_output,
@@ -29,16 +30,37 @@ def cmd_autograd(args: argparse.Namespace) -> int:
     if args.action == "compare":
         return cmd_compare(args)
     from torchpulse.autograd import run, table
+    from torchpulse.autograd.tasks import functorch_available
 
     pairs = run.select(_names(args.model_filter), _names(args.task_filter))
     device = run.device_for_gpu(args.gpu)
-    timings = run.run_all(
-        pairs, device, args.preset, args.num_iters, args.seed, args.num_threads,
-        done=lambda t: print(f"Results for model {t.model} on task {t.task}: {t.mean}s "
-                             f"(var: {t.var})", flush=True))
+    functorch = args.functorch and functorch_available()
+    if args.functorch and not functorch:
+        print("functorch does not import here: no functorch rows", file=sys.stderr)
+    errors: list[run.Failure] = []
+
+    def done(t: run.Timing) -> None:
+        task, how = t.task.removeprefix(run.FUNCTORCH), ""
+        if task != t.task:
+            how = " using Functorch"
+        print(f"Results for model {t.model} on task {task}{how}: {t.mean}s (var: {t.var})",
+              flush=True)
+
+    def failed(f: run.Failure) -> None:
+        # upstream's line (it continues with the next pair and writes no row)
+        print(f"Failed model using Functorch: {f.model}, task: {f.task}, Error message: "
+              f"{f.reason}", flush=True)
+        if f.disagrees:
+            errors.append(f)
+
+    timings = run.run_all(pairs, device, args.preset, args.num_iters, args.seed,
+                          args.num_threads, functorch, done=done, failed=failed)
     if args.output:
         write_output(table.to_markdown(timings), args.output)
-    return EXIT_OK
+    for f in errors:
+        print(f"torchpulse autograd: functorch {f.task} on {f.model} disagrees with "
+              f"torch.autograd.functional (no row): {f.reason[:300]}", file=sys.stderr)
+    return EXIT_FAILED if errors else EXIT_OK
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -57,7 +79,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "functional_autograd_benchmark)",
         description="Run each model's tasks (vjp, jvp, vhp, hvp, jacobian, hessian and the "
         "vectorised jacfwd, jacrev, hessian_fwdrev, hessian_revrev) as upstream's "
-        "functional_autograd_benchmark: one warm-up call, then --num-iters timed calls; "
+        "functional_autograd_benchmark: one warm-up call, then --num-iters timed calls, "
+        "then the same through functorch (rows 'functorch <task>'); "
         "--output writes its markdown table (| model | task | mean | var |, seconds). "
         "`torchpulse autograd compare BEFORE AFTER` prints two tables side by side.",
     )
@@ -73,6 +96,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "preset's: 1 for cpu and smoke, torch's own for cuda)")
     add_preset(p, what="sizes (cuda: upstream's)")
     p.add_argument("--seed", type=non_negative_int, default=0)
+    p.add_argument("--no-functorch", dest="functorch", action="store_false",
+                   help="leave out the 'functorch <task>' rows, which upstream adds (each "
+                   "pair timed again through torch.func's transforms) whenever functorch "
+                   "imports")
     add_output(p, "write the markdown table here")
     p.set_defaults(func=cmd_autograd, action=None)
     actions = p.add_subparsers(dest="action", metavar="compare")
