@@ -300,6 +300,22 @@ def test_compile_zoo_hands_asv_plain_data(monkeypatch):
     assert not opcodes & {"GLOBAL", "STACK_GLOBAL", "REDUCE"}
 
 
+def test_asv_skips_the_backward_of_a_forward_only_runner(bench, smoke):
+    """asv_runner's own discovery: time_backward('cudnn_layernorm') is skipped before setup
+    (no process, no log line), its forward and every other backward are not."""
+    from asv_runner.discovery import get_benchmark_from_name
+
+    assert LSTM_RUNNERS.index("cudnn_layernorm") == 2
+    backward = get_benchmark_from_name(str(ROOT / "benchmarks"),
+                                       "bench_rnns.LSTM.time_backward-2")
+    assert backward._current_params == ("cudnn_layernorm",) and backward.do_setup() is True
+    forward = get_benchmark_from_name(str(ROOT / "benchmarks"),
+                                      "bench_rnns.LSTM.time_forward-2")
+    assert forward.do_setup() is False
+    other = get_benchmark_from_name(str(ROOT / "benchmarks"), "bench_rnns.LSTM.time_backward-0")
+    assert other._current_params == ("cudnn",) and other.do_setup() is False
+
+
 def test_autograd_suites_declare_exactly_the_pairs_the_models_run(bench):
     """No (model, task) is declared and then skipped on every commit."""
     import itertools

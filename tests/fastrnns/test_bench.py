@@ -83,6 +83,20 @@ def test_table_has_upstreams_columns_and_names_failures():
     assert bench.table_row(OUTCOMES[1]).split() == ["jit"] + ["failed"] * 6
 
 
+def test_a_forward_only_runner_has_no_backward_anywhere(capsys):
+    """cudnn_layernorm as upstream: no lstm-backward entry, no backward PEP lines, "forward
+    only" in the table (upstream prints a near-zero backward time there)."""
+    assert main(["bench", "--rnns", "cudnn_layernorm", "cudnn", "--group", "rnns",
+                 "--print-json", *SMOKE_ARGS]) == 0
+    oss = json.loads(capsys.readouterr().out)
+    assert set(oss["lstm"]) == {"cudnn_layernorm", "cudnn"}
+    assert set(oss["lstm-backward"]) == {"cudnn"}
+    layernorm = BenchResult("cudnn_layernorm", "lstm", Measurement.of([0.002, 0.004]), None)
+    assert not [line for line in bench.pep_lines([layernorm]) if "backward" in line]
+    row = [c.strip() for c in bench.table_row(layernorm, sep="|").split("|")]
+    assert row == ["cudnn_layernorm", "3", "1.414", "med=3", "-", "-", "forward only"]
+
+
 def test_error_description_is_one_line():
     exc = RuntimeError("The following operation failed\nTraceback:\n  x\nRuntimeError: cause\n")
     assert bench.describe_error(exc) == "RuntimeError: RuntimeError: cause"

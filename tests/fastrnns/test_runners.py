@@ -48,7 +48,7 @@ def test_unknown_runner_lists_the_valid_ones():
         get_runners(["cudnn", "nope"])
 
 
-@pytest.mark.parametrize("name", sorted(UPSTREAM_RUNNERS))
+@pytest.mark.parametrize("name", sorted(UPSTREAM_RUNNERS - {"cudnn_layernorm"}))
 def test_every_runner_steps_and_fills_every_gradient(name):
     workload = build_workload(name, SMOKE, "cpu")
     forward, backward = RegionClock(), RegionClock()
@@ -95,6 +95,22 @@ def test_resnet_input_follows_the_preset():
     model = build_workload("resnet18", SMOKE, "cpu").model
     assert tuple(model.inputs[0].shape) == (SMOKE.image_batch, 3, SMOKE.image_size,
                                              SMOKE.image_size)
+
+
+def test_cudnn_layernorm_is_forward_only_as_upstream():
+    """Upstream's creator sets backward=None: a step times its forward pass only, measure
+    gives no backward, and nothing asks for a backward pass."""
+    assert choices.FORWARD_ONLY == ("cudnn_layernorm",)
+    workload = build_workload("cudnn_layernorm", SMOKE, "cpu")
+    assert workload.runner.forward_only and workload.model.backward is None
+    forward, backward = RegionClock(), RegionClock()
+    workload.step(forward, backward)
+    assert forward() > 0 and backward() == 0
+    assert all(p.grad is None for p in workload.model.params)
+    timed_forward, timed_backward = workload.measure(nloops=2, warmup=1)
+    assert len(timed_forward.samples) == 2 and timed_backward is None
+    with pytest.raises(ValueError, match="forward only"):
+        workload.prepare_backward()
 
 
 def test_compiled_runners_settle_later():

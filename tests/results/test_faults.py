@@ -20,7 +20,7 @@ KILLS = 12
 
 def _command(project, machine_info):
     return [sys.executable, "-m", "torchpulse.cli", "import", "pep",
-            str(IMPORT_DATA / "pep.log"), "--config", str(project.conf), "--commit",
+            str(IMPORT_DATA / "pep.log"), "--unit", "ms", "--config", str(project.conf), "--commit",
             project.main[-1], "--machine", "fresh", "--machine-info", str(machine_info)]
 
 
@@ -79,8 +79,9 @@ def test_a_killed_merge_leaves_whole_files_and_a_retry_completes_it(tmp_path):
     for i, (fmt, data) in enumerate([("oss", "oss.json"), ("pep", "pep.log"),
                                      ("autograd-md", "autograd.md")]):
         tree = tmp_path / f"src{i}"
+        unit = ["--unit", "ms"] if fmt == "pep" else []
         subprocess.run([sys.executable, "-m", "torchpulse.cli", "import", fmt,
-                        str(IMPORT_DATA / data), "--config", str(project.conf), "--commit",
+                        str(IMPORT_DATA / data), *unit, "--config", str(project.conf), "--commit",
                         project.main[i], "--machine", f"m{i % 2}", "--results-dir",
                         str(tree)], check=True, capture_output=True)
         sources.append(str(tree))
@@ -146,7 +147,8 @@ def test_a_full_disk_leaves_the_tree_as_it_was_or_fully_updated(tmp_path, small_
     def run(commit, machine):
         return subprocess.run(
             [sys.executable, "-m", "torchpulse.cli", "import", "pep",
-             str(IMPORT_DATA / "pep.log"), "--config", str(project.conf), "--commit", commit,
+             str(IMPORT_DATA / "pep.log"), "--unit", "ms", "--config", str(project.conf),
+             "--commit", commit,
              "--machine", machine, "--machine-info", str(info), "--results-dir",
              str(results)], capture_output=True, text=True)
 
@@ -175,8 +177,8 @@ def test_a_read_only_results_folder_is_one_line(tmp_path, small_disk):
     def run():
         return subprocess.run(
             [sys.executable, "-m", "torchpulse.cli", "import", "pep",
-             str(IMPORT_DATA / "pep.log"), "--config", str(project.conf), "--commit",
-             project.main[0], "--machine", "m", "--results-dir", str(results)],
+             str(IMPORT_DATA / "pep.log"), "--unit", "ms", "--config", str(project.conf),
+             "--commit", project.main[0], "--machine", "m", "--results-dir", str(results)],
             capture_output=True, text=True)
 
     assert run().returncode == 0

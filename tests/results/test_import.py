@@ -23,9 +23,11 @@ def project(tmp_path):
     return make_project(tmp_path / "proj")
 
 
-def _import(project, fmt, *files, commit=None, extra=()):
+def _import(project, fmt, *files, commit=None, extra=(), unit="ms"):
+    """An import as CI would run it; fastrnns files say their unit (``unit=None``: not)."""
+    units = ["--unit", unit] if unit and fmt in ("oss", "pep") else []
     return main(["import", fmt, *map(str, files), "--config", str(project.conf),
-                 "--commit", commit or project.main[-1], "--machine", "gpu1", *extra])
+                 "--commit", commit or project.main[-1], "--machine", "gpu1", *units, *extra])
 
 
 def _results(project, commit=None):
@@ -312,7 +314,8 @@ def test_a_failed_write_leaves_every_file_as_it_was(project, tmp_path, monkeypat
     info = tmp_path / "machine.json"
     info.write_text(json.dumps({"cpu": "EPYC"}))
     capsys.readouterr()
-    assert main(["import", "pep", str(DATA / "pep.log"), "--config", str(project.conf),
+    assert main(["import", "pep", str(DATA / "pep.log"), "--unit", "ms", "--config",
+                 str(project.conf),
                  "--commit", project.main[1], "--machine", "fresh", "--machine-info",
                  str(info)]) == 2
     err = capsys.readouterr().err
@@ -335,3 +338,19 @@ def test_device_is_for_dynamo_csvs_without_dev(project, tmp_path, capsys):
     capsys.readouterr()
     assert _import(project, "oss", DATA / "oss.json", extra=["--device", "cuda"]) == 2
     assert "--device applies to dynamo-csv only" in capsys.readouterr().err
+
+
+def test_an_oss_file_without_its_unit_is_refused_and_nothing_written(project, tmp_path,
+                                                                     capsys):
+    before = project.tree_bytes()
+    ambiguous = tmp_path / "cpu.json"
+    ambiguous.write_text('{"lstm": {"cudnn": 0.0921}, "lstm-backward": {"cudnn": 0.381}}')
+    assert _import(project, "oss", ambiguous, unit=None) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--unit s (upstream's CPU path" in err
+    assert project.tree_bytes() == before
+    assert _import(project, "oss", DATA / "oss.json", unit=None) == 0  # its 201.6 says ms
+    assert "values read as ms (assumed" in capsys.readouterr().err
+    _, rows = _results(project)
+    assert _value(rows, "external.bench_fastrnns.Fastrnns.time_forward", "cudnn") == \
+        pytest.approx(5.8125e-3)

@@ -44,7 +44,8 @@ def test_oss_from_upstreams_cpu_path_is_in_seconds_with_unit_s():
 
 
 def test_pep_keeps_every_sample_and_skips_other_log_lines():
-    records = _by_key(fastrnns.parse_pep(DATA / "pep.log", (DATA / "pep.log").read_text(), None))
+    records = _by_key(fastrnns.parse_pep(DATA / "pep.log", (DATA / "pep.log").read_text(),
+                                                  1e-3))
     assert set(records) == {("fastrnns", m, (r,)) for m in ("time_forward", "time_backward")
                             for r in ("cudnn", "jit")}
     cudnn = records[("fastrnns", "time_forward", ("cudnn",))]
@@ -253,3 +254,54 @@ def test_fuzzed_near_valid_documents_give_clean_records_or_input_error(fmt, data
         assert all(PARAM_VALUE.fullmatch(p) for p in r.params)
         assert math.isfinite(r.value) and r.value >= 0
         assert all(math.isfinite(s) and s > 0 for s in r.samples)
+
+
+# --------------------------------------------------------------------------- fastrnns units
+
+
+def test_fastrnns_values_that_fit_both_units_need_unit():
+    text = '{"lstm": {"cudnn": 5.8}, "lstm-backward": {"cudnn": 13.0}}'
+    with pytest.raises(InputError, match=r"fit both ms and s; pass --unit ms .* --unit s"):
+        fastrnns.parse_oss(Path("a.json"), text, None, [])
+    assert fastrnns.parse_oss(Path("a.json"), text, 1.0, [])[0].value == 5.8  # --unit s
+
+
+@pytest.mark.parametrize("values, scale, said", [
+    ({"cudnn": 5.8, "resnet50": 201.5}, 1e-3, "read as ms (assumed: the largest, 201.5"),
+    ({"cudnn": 0.004, "resnet50": 1.2}, 1.0, "read as s (assumed: the smallest, 0.004"),
+])
+def test_fastrnns_unit_from_values_only_one_unit_allows(values, scale, said):
+    lstm = {k: v for k, v in values.items() if k == "cudnn"}
+    resnet = {k: v for k, v in values.items() if k != "cudnn"}
+    notes: list[str] = []
+    records = fastrnns.parse_oss(Path("a.json"), json.dumps({"lstm": lstm, "resnet": resnet}),
+                                 None, notes)
+    assert sorted(r.value for r in records) == pytest.approx(
+        sorted(v * scale for v in values.values()))
+    assert len(notes) == 1 and said in notes[0]
+
+
+def test_fastrnns_values_that_fit_neither_unit_are_refused():
+    pep = "\n".join(f'Caffe2Observer {{"type": "NET", "metric": "lstm-{r}", "unit": "ms", '
+                    f'"value": "{v}"}}' for r, v in (("cudnn", 0.001), ("py", 500)))
+    with pytest.raises(InputError, match="fit neither ms nor s"):
+        fastrnns.parse_pep(Path("p.log"), pep, None, [])
+
+
+def test_upstreams_backward_of_a_forward_only_runner_is_left_out():
+    """Upstream's OSS from its CPU path: seconds, and a backward "time" for cudnn_layernorm
+    that is two timer reads with nothing between them."""
+    text = ('{"lstm": {"cudnn": 0.09, "cudnn_layernorm": 0.12}, '
+            '"lstm-backward": {"cudnn": 0.38, "cudnn_layernorm": 1.2e-06}}')
+    notes: list[str] = []
+    records = _by_key(fastrnns.parse_oss(Path("cpu.json"), text, 1.0, notes))
+    assert set(records) == {("fastrnns", "time_forward", ("cudnn",)),
+                            ("fastrnns", "time_backward", ("cudnn",)),
+                            ("fastrnns", "time_forward", ("cudnn_layernorm",))}
+    assert any("cudnn_layernorm backward left out" in n for n in notes)
+    pep = ('Caffe2Observer {"type": "NET", "metric": "lstm-backward-cudnn_layernorm", '
+           '"unit": "ms", "value": "0.003"}\n'
+           'Caffe2Observer {"type": "NET", "metric": "lstm-cudnn_layernorm", "unit": "ms", '
+           '"value": "7.5"}\n')
+    (record,) = fastrnns.parse_pep(Path("p.log"), pep, 1e-3, [])
+    assert record.method == "time_forward" and record.value == pytest.approx(7.5e-3)

@@ -18,8 +18,9 @@ def project(tmp_path):
 
 
 def _import(project, results, machine, fmt, path, commit=None):
+    unit = ["--unit", "ms"] if fmt in ("oss", "pep") else []
     assert main(["import", fmt, str(path), "--config", str(project.conf), "--commit",
-                 commit or project.main[-1], "--machine", machine,
+                 commit or project.main[-1], "--machine", machine, *unit,
                  "--results-dir", str(results)]) == 0
 
 

@@ -47,7 +47,7 @@ class BenchResult:
     runner: str
     group: str
     forward: Measurement
-    backward: Measurement
+    backward: Measurement | None  # None: a forward-only runner
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,8 @@ def oss_results(outcomes: Iterable[Outcome], groups: Sequence[str]) -> dict[str,
     for o in outcomes:
         if isinstance(o, BenchResult):
             results[o.group][o.runner] = _ms(o.forward.mean)
-            results[f"{o.group}-backward"][o.runner] = _ms(o.backward.mean)
+            if o.backward is not None:  # upstream prints ~0 for a forward-only runner
+                results[f"{o.group}-backward"][o.runner] = _ms(o.backward.mean)
     return results
 
 
@@ -216,7 +217,7 @@ def pep_lines(outcomes: Iterable[Outcome]) -> list[str]:
     lines = []
     for group in GROUP_TITLES:
         for suffix, pick in (("", _forward), ("-backward", _backward)):
-            for o in (o for o in done if o.group == group):
+            for o in (o for o in done if o.group == group and pick(o) is not None):
                 metric = f"{group}{suffix}-{o.runner}"
                 for sample in pick(o).samples:
                     record = {"type": "NET", "metric": metric, "unit": "ms",
@@ -229,7 +230,7 @@ def _forward(o: BenchResult) -> Measurement:
     return o.forward
 
 
-def _backward(o: BenchResult) -> Measurement:
+def _backward(o: BenchResult) -> Measurement | None:
     return o.backward
 
 
@@ -251,7 +252,10 @@ def table_row(outcome: Outcome, sep: str = " ", width: int = 16) -> str:
         cells = [outcome.runner, *(["failed"] * (len(COLUMNS) - 1))]
     else:
         f, b = outcome.forward, outcome.backward
-        cells = [outcome.runner, _num(_ms(f.mean)), _num(_ms(f.std)), f"med={_num(_ms(f.median))}",
-                 _num(_ms(b.mean)), _num(_ms(b.std)), f"med={_num(_ms(b.median))}"]
+        cells = [outcome.runner, _num(_ms(f.mean)), _num(_ms(f.std)), f"med={_num(_ms(f.median))}"]
+        if b is None:  # forward only
+            cells += ["-", "-", "forward only"]
+        else:
+            cells += [_num(_ms(b.mean)), _num(_ms(b.std)), f"med={_num(_ms(b.median))}"]
     return sep.join(_fit(c, width) for c in cells)
 

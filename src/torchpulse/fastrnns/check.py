@@ -79,7 +79,10 @@ def _backward_tensor(
     for module in md.modules:
         module.eval()
     with context():
-        tensor, _ = md.backward_setup(md.forward(*md.inputs))
+        output = md.forward(*md.inputs)
+        if md.backward_setup is None:  # forward only: its output (gradients still checkable)
+            return output[0] if isinstance(output, tuple) else output
+        tensor, _ = md.backward_setup(output)
     return tensor
 
 

@@ -17,6 +17,8 @@ class RunnerInfo:
     family: str  # "rnns" or "cnns": the flag (--rnns/--cnns) and the asv suite that takes it
     group: str  # upstream's JSON group: "lstm", "vl_lstm" or "resnet"
     description: str
+    # upstream times no backward for it (its creator sets backward=None): no backward series
+    forward_only: bool = False
 
 
 RUNNERS: dict[str, RunnerInfo] = {
@@ -25,7 +27,7 @@ RUNNERS: dict[str, RunnerInfo] = {
         "rnns", "lstm", "native nn.LSTM with dropout 0.4 between layers (none with one layer)"),
     "cudnn_layernorm": RunnerInfo(
         "rnns", "lstm", "native nn.LSTM plus three layer norms per step (upstream's lower bound "
-        "of a layer-norm cuDNN LSTM)"),
+        "of a layer-norm cuDNN LSTM); forward only, as upstream", forward_only=True),
     "aten": RunnerInfo(
         "rnns", "lstm", "native nn.LSTM with cuDNN disabled (ATen kernels); on CPU the same "
         "kernel as cudnn"),
@@ -60,6 +62,7 @@ RUNNERS: dict[str, RunnerInfo] = {
     "resnet50_jit": RunnerInfo("cnns", "resnet", "ResNet-50 traced with torch.jit.trace"),
 }
 LSTM_RUNNERS = tuple(n for n, r in RUNNERS.items() if r.group == "lstm")
+FORWARD_ONLY = tuple(n for n, r in RUNNERS.items() if r.forward_only)
 VL_RUNNERS = tuple(n for n, r in RUNNERS.items() if r.group == "vl_lstm")
 CNN_RUNNERS = tuple(n for n, r in RUNNERS.items() if r.family == "cnns")
 

@@ -37,8 +37,9 @@ class ModelDef:
     inputs: Sequence[Any]
     params: list[Tensor]
     forward: Callable[..., Any]
-    backward_setup: Callable[[Any], tuple[Tensor, Tensor]]
-    backward: Callable[..., None]
+    # None for a forward-only runner (upstream's backward=None): nothing to time after forward
+    backward_setup: Callable[[Any], tuple[Tensor, Tensor]] | None
+    backward: Callable[..., None] | None
     # modules whose train/eval mode matters (dropout), switched off by the correctness check
     modules: tuple[nn.Module, ...] = ()
 
@@ -61,6 +62,11 @@ class Runner:
     reference_name: str = ""
     # maps the reference's backward tensor onto this runner's (e.g. last time step only)
     reference_view: Callable[[Tensor], Tensor] = field(default=lambda t: t)
+
+    @property
+    def forward_only(self) -> bool:
+        """Upstream times no backward for it (choices.RUNNERS says so)."""
+        return choices.RUNNERS[self.name].forward_only
 
     @property
     def settle_iterations(self) -> int:
@@ -156,9 +162,11 @@ def layernorm_native_lstm_creator(p: Preset, device: str) -> ModelDef:
             cy = ln_c(cy)
         return out, (hy, cy)
 
+    # forward only, as upstream: the layer norms take no gradient, so a backward would time
+    # the plain LSTM's under this runner's name
     return ModelDef(
         inputs=[x, hidden], params=_flatten(module.all_weights), forward=forward,
-        backward_setup=lstm_backward_setup, backward=simple_backward, modules=(module,),
+        backward_setup=None, backward=None, modules=(module,),
     )
 
 
@@ -389,12 +397,15 @@ class Workload:
         self, forward_clock: RegionClock | None = None, backward_clock: RegionClock | None = None
     ) -> None:
         """One training iteration as upstream's trainbench: forward, then backward, then
-        zeroed gradients; each pass is timed on its own clock."""
+        zeroed gradients; each pass is timed on its own clock. A forward-only runner stops
+        after the forward pass (``backward_clock`` is never read)."""
         md = self.model
         with self.runner.context():
             collect_garbage()
             with _label("## forward ##", self.annotate), _region(forward_clock):
                 output = md.forward(*md.inputs)
+            if md.backward is None:
+                return
             backward_input = md.backward_setup(output)
             collect_garbage()
             with _label("## backward ##", self.annotate), _region(backward_clock):
@@ -432,6 +443,8 @@ class Workload:
         """Untimed forward and backward_setup; returns pytest-benchmark's (args, kwargs)
         for backward_pass. Gradients are zeroed first so they never accumulate."""
         md = self.model
+        if md.backward is None:
+            raise ValueError(f"runner {self.runner.name} is forward only: no backward pass")
         self._zero_grads(require=False)
         backward_input = md.backward_setup(md.forward(*md.inputs))
         collect_garbage()
@@ -453,10 +466,11 @@ class Workload:
     def measure(
         self, nloops: int | None = None, warmup: int | None = None,
         progress: Callable[[], None] | None = None,
-    ) -> tuple[Measurement, Measurement]:
+    ) -> tuple[Measurement, Measurement | None]:
         """Upstream's trainbench: warm-up steps, then ``nloops`` steps with forward and
-        backward each timed per iteration (seconds; synchronized per region on CUDA).
-        ``progress`` is called after every step, warm-up included."""
+        backward each timed per iteration (seconds; synchronized per region on CUDA; no
+        backward for a forward-only runner). ``progress`` is called after every step,
+        warm-up included."""
         self.warm_up(warmup, progress)
         forward_clock, backward_clock = RegionClock(self.device), RegionClock(self.device)
         forward, backward = [], []
@@ -467,7 +481,8 @@ class Workload:
             backward.append(backward_clock() - b0)
             if progress is not None:
                 progress()
-        return Measurement.of(forward), Measurement.of(backward)
+        return Measurement.of(forward), (None if self.model.backward is None
+                                         else Measurement.of(backward))
 
     def close(self) -> None:
         """Drop the model and return its memory; the process may build another workload."""

@@ -1,14 +1,61 @@
-"""fastrnns ``bench --print-json oss`` (one line of means) and ``pep`` (a line per iteration)."""
+"""fastrnns ``bench --print-json oss`` (one line of means) and ``pep`` (a line per iteration).
+
+Neither says its unit truthfully: upstream's CUDA path and torchpulse print milliseconds,
+upstream's CPU path prints seconds under the same "ms" label. The unit comes from ``--unit``,
+or from the values where only one unit is possible (see ``_scale``); otherwise the import
+stops and asks, rather than store values 1000x off.
+"""
 
 from __future__ import annotations
 
 import statistics
 from pathlib import Path
 
-from torchpulse.fastrnns.choices import GROUP_TITLES, PEP_PREFIX
+from torchpulse.fastrnns.choices import FORWARD_ONLY, GROUP_TITLES, PEP_PREFIX
 from torchpulse.results.importers import InputError, Record, number, param, parse_json, where
 
 GROUPS = tuple(GROUP_TITLES)  # upstream's JSON groups
+# one iteration of these workloads never takes under 10 us (one operator call costs more)
+# nor over a minute: a value outside either bound settles the unit
+MIN_MS = 0.01
+MAX_S = 60.0
+HOW_TO_SAY = ("pass --unit ms (torchpulse bench, upstream on CUDA) or --unit s (upstream's "
+              "CPU path, which prints seconds labelled ms)")
+
+
+def _scale(path: Path, values: list[float], unit_scale: float | None,
+           notes: list[str] | None) -> float:
+    """The factor from the file's numbers to seconds: ``unit_scale`` when given, else the
+    only unit the values allow, said in ``notes``; InputError when both (or neither) fit."""
+    if unit_scale is not None or not values:
+        return 1e-3 if unit_scale is None else unit_scale
+    low, high = min(values), max(values)
+    as_ms, as_s = low >= MIN_MS, high <= MAX_S
+    if as_ms and not as_s:
+        if notes is not None:
+            notes.append(f"{path}: values read as ms (assumed: the largest, {high:g}, would "
+                         "be over a minute per iteration in seconds; --unit overrides)")
+        return 1e-3
+    if as_s and not as_ms:
+        if notes is not None:
+            notes.append(f"{path}: values read as s (assumed: the smallest, {low:g}, would "
+                         "be under 10 us per iteration in ms; --unit overrides)")
+        return 1.0
+    fits = "fit both ms and s" if as_ms else "fit neither ms nor s per iteration"
+    raise InputError(f"{path}: the file does not say its unit and its values ({low:g} to "
+                     f"{high:g}) {fits}; {HOW_TO_SAY}")
+
+
+def _forward_only_backward(name: str, method: str, place: str,
+                           notes: list[str] | None) -> bool:
+    """Upstream writes a backward "time" for a forward-only runner (the gap between two
+    timer reads with nothing between them): not a measurement, left out with a note."""
+    if method != "time_backward" or name not in FORWARD_ONLY:
+        return False
+    if notes is not None and not any(n.startswith(place) and name in n for n in notes):
+        notes.append(f"{place}: {name} backward left out: the runner is forward only, "
+                     "upstream times nothing there")
+    return True
 
 
 def _metric(group_key: str) -> tuple[str, str] | None:
@@ -27,7 +74,6 @@ def _groups() -> str:
 
 def parse_oss(path: Path, text: str, unit_scale: float | None,
               notes: list[str] | None = None) -> list[Record]:
-    scale = 1e-3 if unit_scale is None else unit_scale
     lines = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines:
         raise InputError(f"{path}: empty file; expected one line of JSON")
@@ -39,7 +85,7 @@ def parse_oss(path: Path, text: str, unit_scale: float | None,
     data = parse_json(line, place)
     if not isinstance(data, dict) or not data:
         raise InputError(f"{place}: expected a non-empty object {{group: {{runner: ms}}}}")
-    records: list[Record] = []
+    values: list[tuple[str, str, float]] = []
     seen: dict[tuple[str, str], str] = {}
     for group_key, runners in data.items():
         metric = _metric(group_key)
@@ -55,16 +101,20 @@ def parse_oss(path: Path, text: str, unit_scale: float | None,
                 raise InputError(f"{place}: runner {name!r} appears in {seen[key]!r} and "
                                  f"{group_key!r}")
             seen[key] = group_key
-            records.append(Record("fastrnns", metric[1], (name,), ms * scale))
-    if not records:
+            if not _forward_only_backward(name, metric[1], place, notes):
+                values.append((name, metric[1], ms))
+    if not seen:
         raise InputError(f"{place}: no runner results in any group")
-    return records
+    if not values:
+        raise InputError(f"{place}: only forward-only runners' backward values")
+    scale = _scale(path, [v for _, _, v in values], unit_scale, notes)
+    return [Record("fastrnns", method, (name,), v * scale) for name, method, v in values]
 
 
 def parse_pep(path: Path, text: str, unit_scale: float | None,
               notes: list[str] | None = None) -> list[Record]:
-    scale = 1e-3 if unit_scale is None else unit_scale
     samples: dict[tuple[str, str], list[float]] = {}
+    found = False  # a forward-only runner's backward line, left out
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.startswith(PEP_PREFIX):
             continue  # other log output
@@ -89,10 +139,18 @@ def parse_pep(path: Path, text: str, unit_scale: float | None,
         assert metric is not None
         name = param(runner, place, "runner")
         value = number(record["value"], place, f"value of {metric_name}", from_string=True)
-        samples.setdefault((name, metric[1]), []).append(value * scale)
+        if _forward_only_backward(name, metric[1], str(path), notes):
+            found = True
+            continue
+        samples.setdefault((name, metric[1]), []).append(value)
     if not samples:
+        if found:
+            raise InputError(f"{path}: only forward-only runners' backward lines")
         raise InputError(f"{path}: no '{PEP_PREFIX.strip()} {{...}}' lines")
-    return [Record("fastrnns", method, (runner,), statistics.median(values), tuple(values))
+    # the unit is settled by each series' median, as one slow iteration proves nothing
+    scale = _scale(path, [statistics.median(v) for v in samples.values()], unit_scale, notes)
+    return [Record("fastrnns", method, (runner,), statistics.median(values) * scale,
+                   tuple(v * scale for v in values))
             for (runner, method), values in samples.items()]
 
 
