@@ -40,10 +40,15 @@ class Preset:
     # torch.utils.benchmark.Timer defaults to one thread for the same reason.
     num_threads: int | None = None
     seed: int = DEFAULT_SEED
+    # an explicit length range [low, high) of the variable-length runners (bench's
+    # --minLength/--maxLength); None: upstream's [30, 100) times varlen_scale
+    varlen_range: tuple[int, int] | None = None
 
     @property
     def varlen_bounds(self) -> tuple[int, int]:
         """Sequence-length range [low, high) of the variable-length runners."""
+        if self.varlen_range is not None:
+            return self.varlen_range
         scale = self.varlen_scale
         low = max(1, round(30 * scale))
         high = max(low + 1, round(100 * scale))

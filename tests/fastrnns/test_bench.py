@@ -151,6 +151,31 @@ def test_table_on_stderr_with_the_sizes_asked_for(capsys):
     assert rows == ["name", "vl_cudnn", "vl_jit", "vl_py", "name", "cudnn"]
 
 
+def test_every_size_flag_is_honoured_at_the_cpu_preset(capsys):
+    """The preset fills in only what is not given: the ResNet input and the variable-length
+    range follow their flags too."""
+    from torchpulse.fastrnns.runners import build_workload
+    from torchpulse.presets import PRESETS
+
+    cpu = PRESETS["cpu"]
+    preset = bench.with_sizes(cpu, imageBatch=2, imageSize=40, minLength=3, maxLength=6,
+                              seqLength=None)
+    assert (preset.image_batch, preset.image_size, preset.varlen_bounds) == (2, 40, (3, 6))
+    assert preset.seq_length == cpu.seq_length  # not given: the preset's
+    image = build_workload("resnet18", preset, "cpu").model.inputs[0]
+    assert tuple(image.shape) == (2, 3, 40, 40)
+    sequences = build_workload("vl_py", preset, "cpu").model.inputs[0]
+    assert len(sequences) == cpu.mini_batch and all(3 <= len(x) < 6 for x in sequences)
+    assert bench.with_sizes(cpu, maxLength=30).varlen_bounds == (cpu.varlen_bounds[0], 30)
+
+    assert main(["bench", "--cnns", "resnet18", "--group", "cnns", "--imageBatch", "1",
+                 "--imageSize", "33", "--minLength", "2", "--maxLength", "4",
+                 *SMOKE_ARGS]) == 0
+    assert "images 1x3x33x33, variable lengths 2 to 3" in capsys.readouterr().err
+    assert main(["bench", "--minLength", "9", "--maxLength", "9", *SMOKE_ARGS]) == 2
+    assert "--minLength 9 must be below --maxLength 9" in capsys.readouterr().err
+
+
 def _raises(preset, device):
     raise RuntimeError("out of something\nsecond line: the cause")
 

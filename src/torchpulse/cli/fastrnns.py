@@ -57,7 +57,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     device = resolve_device(args.device)
     preset = bench.with_sizes(resolve_preset(args.preset, device),
-                              **{flag: getattr(args, flag) for flag in bench.SIZE_FLAGS})
+                              **{flag: getattr(args, flag)
+                                 for flag in (*bench.SIZE_FLAGS, *bench.LENGTH_FLAGS)})
     runners = bench.select_runners(args.rnns, args.cnns, args.group, args.variable_lstms)
     settle = bench.settle_note(runners, preset)
     if settle:
@@ -128,6 +129,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_preset(p)
     for flag in ("seqLength", "numLayers", "inputSize", "hiddenSize", "miniBatch"):
         p.add_argument(f"--{flag}", type=positive_int, help="(default: from the preset)")
+    p.add_argument("--imageBatch", type=positive_int, help="ResNet input batch (upstream: "
+                   "32; default: from the preset)")
+    p.add_argument("--imageSize", type=positive_int, help="ResNet input height and width "
+                   "(upstream: 224; default: from the preset)")
+    p.add_argument("--minLength", type=positive_int, help="variable-length runners: "
+                   "shortest sequence (upstream: 30; default: from the preset)")
+    p.add_argument("--maxLength", type=positive_int, help="variable-length runners: "
+                   "lengths are drawn below it (upstream: 100; default: from the preset)")
     p.add_argument("--seed", type=non_negative_int, help="input and weight seed "
                    "(default: the preset's)")
     p.add_argument("--warmup", type=non_negative_int,

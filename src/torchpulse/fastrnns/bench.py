@@ -35,7 +35,10 @@ COLUMNS = ("name", "avg_fwd", "std_fwd", "info_fwd", "avg_bwd", "std_bwd", "info
 # upstream flag -> Preset field, for the sizes bench takes on its command line
 SIZE_FLAGS = {"seqLength": "seq_length", "numLayers": "num_layers", "inputSize": "input_size",
               "hiddenSize": "hidden_size", "miniBatch": "mini_batch", "seed": "seed",
-              "warmup": "warmup", "nloops": "nloops"}
+              "warmup": "warmup", "nloops": "nloops", "imageBatch": "image_batch",
+              "imageSize": "image_size"}
+# the variable-length runners' length range [minLength, maxLength): upstream's is [30, 100)
+LENGTH_FLAGS = ("minLength", "maxLength")
 
 
 class SelectionError(TorchpulseError, ValueError):
@@ -115,8 +118,18 @@ def describe_error(exc: BaseException) -> str:
 
 def with_sizes(preset: Preset, **sizes: int | None) -> Preset:
     """``preset`` with the sizes given on bench's command line (upstream's flag names,
-    SIZE_FLAGS; None: the preset's)."""
-    changes = {SIZE_FLAGS[flag]: value for flag, value in sizes.items() if value is not None}
+    SIZE_FLAGS, and LENGTH_FLAGS; None: the preset's). SelectionError for a length range
+    that is empty."""
+    lengths = [sizes.pop(flag, None) for flag in LENGTH_FLAGS]
+    changes: dict[str, object] = {SIZE_FLAGS[flag]: value for flag, value in sizes.items()
+                                  if value is not None}
+    if any(n is not None for n in lengths):
+        low, high = (given if given is not None else bound
+                     for given, bound in zip(lengths, preset.varlen_bounds, strict=True))
+        if low >= high:
+            raise SelectionError(f"--minLength {low} must be below --maxLength {high} (the "
+                                 "lengths are drawn from [minLength, maxLength))")
+        changes["varlen_range"] = (low, high)
     return preset.replace(**changes) if changes else preset
 
 
@@ -139,10 +152,12 @@ def progress_bar(total: int, desc: str) -> tqdm:
 
 
 def _heading(preset: Preset, device: str, fuser: str, executor: str) -> str:
+    low, high = preset.varlen_bounds
     return (f"# preset {preset.name} on {device}: seqLength {preset.seq_length}, numLayers "
             f"{preset.num_layers}, inputSize {preset.input_size}, hiddenSize "
             f"{preset.hidden_size}, miniBatch {preset.mini_batch}, images "
-            f"{preset.image_batch}x3x{preset.image_size}x{preset.image_size}; fuser "
+            f"{preset.image_batch}x3x{preset.image_size}x{preset.image_size}, variable "
+            f"lengths {low} to {high - 1}; fuser "
             f"{fuser}, executor {executor}; warmup {preset.warmup}, nloops "
             f"{preset.nloops}; times in ms per iteration")
 
