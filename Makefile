@@ -24,7 +24,7 @@ venv: $(STAMP) $(ASSETS)
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev,fleet]"
 	@touch $@
 
 $(ASSETS): package.json package-lock.json

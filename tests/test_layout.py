@@ -13,7 +13,7 @@ PACKAGE = ROOT / "src" / "torchpulse"
 MEASURE = {"fastrnns", "autograd", "compile", "models", "sizes", "presets", "timing", "suite",
            "harness"}
 SHARED = {"errors", "files", "text", "__init__"}  # imported by everything, import nothing of ours
-STAGES = [MEASURE, {"results"}, {"analysis"}, {"culprit"}, {"site"}, {"cli"}]
+STAGES = [MEASURE, {"results"}, {"analysis"}, {"culprit", "fleet"}, {"site"}, {"cli"}]
 
 
 def stage_of(part: str) -> int:

@@ -11,6 +11,7 @@ from torch.autograd import functional
 
 from torchpulse.autograd.choices import ALL_TASKS, VECTORIZED_TASKS
 from torchpulse.autograd.functional import LossFn
+from torchpulse.errors import TorchpulseError
 
 Inputs = tuple[Tensor, ...]
 V = Tensor | tuple[Tensor, ...] | None
@@ -61,7 +62,7 @@ def run_once(fn: LossFn, inputs: Inputs, task: str, v: V) -> object:
     return func(fn, inputs, strict=task not in VECTORIZED_TASKS)
 
 
-class FunctorchUnsupported(RuntimeError):
+class FunctorchUnsupported(TorchpulseError, RuntimeError):
     """A task functorch has no transform for (jacobian without vectorisation): upstream
     prints why and writes no row."""
 

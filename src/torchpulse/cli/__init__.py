@@ -5,6 +5,7 @@ parses, calls one library function, prints and returns an exit code.
     results    import, merge                      (torchpulse.results)
     alerts     alert, evaluate-detection          (torchpulse.analysis)
     culprit    compare, bisect                    (torchpulse.culprit)
+    fleet      fleet run                          (torchpulse.fleet)
     site       publish, serve                     (torchpulse.site)
     autograd   autograd [compare]                 (torchpulse.autograd)
     dynamo     dynamo                             (torchpulse.compile)
@@ -23,11 +24,11 @@ import sys
 from collections.abc import Sequence
 
 from torchpulse import __version__
-from torchpulse.cli import alerts, autograd, culprit, dynamo, fastrnns, results, site
+from torchpulse.cli import alerts, autograd, culprit, dynamo, fastrnns, fleet, results, site
 from torchpulse.cli.args import EXIT_USAGE, Parser
 from torchpulse.errors import TorchpulseError
 
-GROUPS = (fastrnns, results, alerts, culprit, site, autograd, dynamo)
+GROUPS = (fastrnns, results, alerts, culprit, fleet, site, autograd, dynamo)
 
 
 def build_parser() -> argparse.ArgumentParser:

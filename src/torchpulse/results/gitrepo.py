@@ -51,6 +51,12 @@ def first_parent_history(repo: Path, branch: str) -> list[str]:
     return out.split()
 
 
+def first_parent_commits(repo: Path, spec: str) -> list[str]:
+    """The first-parent commits of a revision range (``A..B``, ``C^!``, a branch), oldest
+    first."""
+    return _git(repo, "rev-list", "--first-parent", "--reverse", spec, "--").split()
+
+
 def branch_containing(repo: Path, sha: str, branches: list[str]) -> str:
     """The first configured branch whose first-parent history holds ``sha``."""
     for branch in branches:

@@ -1,0 +1,197 @@
+"""Fleet runs: the plan (commits, groups, what is stored), a node's machine name, the
+command's errors, and Ray itself: an embedded instance and a cluster of two simulated nodes
+(Ray's cluster utilities) measuring a fixture repository, one of them killed mid-run."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchpulse.cli import main
+from torchpulse.culprit import fixture
+from torchpulse.fleet import driver, plan
+from torchpulse.fleet.node import CLASS, MACHINE, SLOT, NodeError, machine_name
+from torchpulse.results import asv_results
+from torchpulse.results.project import Project
+
+MORE = '''import stepwork
+
+
+def time_more():
+    stepwork.work()
+
+
+time_more.repeat = 3
+time_more.number = 1
+'''
+
+
+def _fixture(root: Path, commits: int = 4) -> tuple[Project, list[str]]:
+    """The culprit fixture (pure Python, no torch) with a second benchmark group."""
+    shas = fixture.make(root, commits, 2, 2.0)
+    (root / "benchmarks" / "bench_more.py").write_text(MORE)
+    return Project.load(root / "asv.conf.json"), shas
+
+
+def _covered(results: Path) -> dict[tuple[str, str], set[str]]:
+    """(commit, benchmark) -> the machines whose results files hold a value for it."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for path in results.glob("*/*.json"):
+        if path.name == "machine.json":
+            continue
+        data = asv_results.load(path)
+        for name in asv_results.benchmarks(data):
+            if any(value is not None for _, value, _ in asv_results.rows(data, name)):
+                found.setdefault((data.commit_hash, name), set()).add(path.parent.name)
+    return found
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def test_groups_are_the_benchmark_modules_asv_finds(tmp_path):
+    for name in ("bench_a.py", "_common.py", "notes.txt"):
+        (tmp_path / name).write_text("")
+    for package, init in (("bench_pkg", True), ("external", True), ("data", False)):
+        (tmp_path / package).mkdir()
+        if init:
+            (tmp_path / package / "__init__.py").write_text("")
+    assert plan.groups(tmp_path) == ["bench_a", "bench_pkg"]
+
+
+def test_bench_expression_needs_the_group_and_the_users_selection():
+    both = re.compile(plan.bench_expression("bench_rnns", "time_forward|cudnn"))
+    assert both.search("bench_rnns.LSTM.time_forward")
+    assert both.search("bench_rnns.LSTM.time_backward('cudnn')")
+    assert not both.search("bench_rnns.LSTM.time_backward('jit')")
+    assert not both.search("bench_cnns.ResNet.time_forward")
+    assert not re.search(plan.bench_expression("bench_rnns", None), "bench_rnns_x.A.time_b")
+
+
+def test_plan_covers_the_range_and_remembers_what_is_stored(tmp_path):
+    project, shas = _fixture(tmp_path / "repo")
+    shards = plan.plan(project, f"{shas[0]}..{shas[-1]}")
+    assert [s.group for s in shards] == ["bench_more", "bench_work"]
+    assert all(s.commits == tuple(shas[1:]) for s in shards)
+    assert all(s.stored == {} for s in shards)
+    assert shards[0].rest(shas[1:3]).commits == (shas[3],)
+    single = driver.split_by_commit(shards)
+    assert [(s.group, s.commits) for s in single][:2] == [("bench_more", (shas[1],)),
+                                                         ("bench_more", (shas[2],))]
+
+
+@pytest.mark.parametrize("spec, bench, message", [
+    ("nosuch..main", None, "range 'nosuch..main'"),
+    ("main..main", None, "holds no commits"),
+    ("--all", None, "not a revision range"),
+    ("main", "(", "--bench '('"),
+])
+def test_bad_plans_are_one_line_errors(tmp_path, spec, bench, message):
+    project, _ = _fixture(tmp_path / "repo", commits=3)
+    with pytest.raises(plan.PlanError, match=re.escape(message)):
+        plan.plan(project, spec, bench)
+
+
+def test_a_nodes_machine_name_is_its_resource_or_its_host():
+    assert machine_name({SLOT: 1, MACHINE + "gpu-a100-1": 1, "CPU": 8}) == "gpu-a100-1"
+    assert machine_name({SLOT: 1}, host="box7") == "box7"
+    with pytest.raises(NodeError, match="more than one machine name"):
+        machine_name({MACHINE + "a": 1, MACHINE + "b": 1})
+    with pytest.raises(ValueError):
+        machine_name({MACHINE + "<script>": 1})
+
+
+def test_command_errors_are_one_line_exit_2(tmp_path, capsys):
+    project, _ = _fixture(tmp_path / "repo", commits=3)
+    conf = str(project.config)
+    assert main(["fleet", "run", "nosuch..main", "--config", conf]) == 2
+    assert main(["fleet", "run", "main~1..main", "--identical", "--config", conf]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "range 'nosuch..main'" in err[0]
+    assert "--identical needs --machine-class" in err[1]
+
+
+# --------------------------------------------------------------------------- with Ray
+
+
+@pytest.mark.slow
+def test_embedded_ray_stores_what_asv_run_stores(tmp_path):
+    """Without --address: one local slot, this machine's name; the same (commit, benchmark)
+    values as `asv run` of the range, and a second run measures nothing again."""
+    project, shas = _fixture(tmp_path / "repo", commits=3)
+    conf = str(project.config)
+    command = [sys.executable, "-m", "torchpulse.cli", "fleet", "run", f"{shas[0]}..{shas[-1]}",
+               "--machine", "here", "--config", conf]
+    first = subprocess.run(command, cwd=project.root, capture_output=True, text=True,
+                           timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "fleet: 4 measured, 0 already stored" in first.stdout
+    assert "[4/4] bench_work @" in first.stderr
+
+    subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "seq",
+                    "--config", conf], cwd=project.root, check=True, capture_output=True)
+    settings = project.elsewhere(tmp_path / "seq-results", tmp_path / "html")
+    (tmp_path / "seq.json").write_text(json.dumps(settings))
+    seq = subprocess.run([sys.executable, "-m", "asv", "run", "--config",
+                          str(tmp_path / "seq.json"), "--machine", "seq", "--record-samples",
+                          f"{shas[0]}..{shas[-1]}"], cwd=project.root, capture_output=True,
+                         text=True, timeout=900)
+    assert seq.returncode == 0, seq.stdout[-3000:]
+    fleet, sequential = _covered(project.results_dir), _covered(tmp_path / "seq-results")
+    assert set(fleet) == set(sequential) and len(fleet) == 4
+    assert all(machines == {"here"} for machines in fleet.values())
+
+    again = subprocess.run(command, cwd=project.root, capture_output=True, text=True,
+                           timeout=900)
+    assert again.returncode == 0 and "fleet: 0 measured, 4 already stored" in again.stdout
+
+
+@pytest.fixture
+def cluster():
+    """A Ray head with no measurement slot and two simulated nodes with one each."""
+    import ray  # the [fleet] extra, which make test installs
+    from ray.cluster_utils import Cluster
+
+    small = {"object_store_memory": 80 * 1024 * 1024, "num_cpus": 1}
+    made = Cluster(initialize_head=True, head_node_args={**small, "include_dashboard": False})
+    nodes = {name: made.add_node(**small, resources={SLOT: 1, MACHINE + name: 1,
+                                                     CLASS + "sim": 1})
+             for name in ("sim-a", "sim-b")}
+    made.wait_for_nodes()
+    yield made, nodes
+    ray.shutdown()
+    made.shutdown()
+
+
+@pytest.mark.slow
+def test_two_nodes_measure_each_series_on_one_machine_and_survive_a_lost_node(tmp_path,
+                                                                             cluster):
+    made, nodes = cluster
+    project, shas = _fixture(tmp_path / "repo", commits=5)
+    shards = plan.plan(project, f"{shas[0]}..{shas[-1]}")
+    killed: list[str] = []
+
+    def kill_first_node(item):  # the first commit a node hands back: that node dies
+        if not killed:
+            killed.append(item.machine)
+            made.remove_node(nodes[item.machine], allow_graceful=False)
+
+    lines: list[str] = []
+    summary = driver.run(project, shards, address=made.address, machine_class="sim",
+                         say=lines.append, on_result=kill_first_node)
+    assert not summary.failed, (summary.failed, lines)
+    assert summary.requeued == 3 and any("was lost" in line for line in lines), lines
+    covered = _covered(project.results_dir)
+    # every (commit, benchmark) of the range, each from exactly one machine
+    assert set(covered) == {(c, b) for c in shas[1:] for b in ("bench_more.time_more",
+                                                                "bench_work.time_work")}
+    assert all(len(machines) == 1 for machines in covered.values())
+    survivor = ({"sim-a", "sim-b"} - set(killed)).pop()
+    # the lost node's first commit stays its own; the rest was measured by the survivor
+    lost_group = {b for (c, b), m in covered.items() if m == set(killed)}
+    assert len(lost_group) == 1
+    assert sum(1 for m in covered.values() if m == {survivor}) == 7
+
