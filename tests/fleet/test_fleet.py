@@ -195,3 +195,20 @@ def test_two_nodes_measure_each_series_on_one_machine_and_survive_a_lost_node(tm
     assert len(lost_group) == 1
     assert sum(1 for m in covered.values() if m == {survivor}) == 7
 
+
+
+@pytest.mark.slow
+def test_a_class_of_identical_machines_is_one_machine_over_its_nodes(tmp_path, cluster):
+    made, _nodes = cluster
+    project, shas = _fixture(tmp_path / "repo", commits=4)
+    shards = plan.plan(project, f"{shas[0]}..{shas[-1]}", "time_work")
+    lines: list[str] = []
+    summary = driver.run(project, shards, address=made.address, machine_class="sim",
+                         identical=True, say=lines.append)
+    assert summary.measured == 3 and summary.machines == {"sim"}, lines
+    covered = _covered(project.results_dir)
+    assert set(covered) == {(c, "bench_work.time_work") for c in shas[1:]}
+    assert all(machines == {"sim"} for machines in covered.values())
+    with pytest.raises(driver.FleetError, match="--machine-class gpu: no node carries it "
+                       r"\(classes: sim\)"):
+        driver.run(project, shards, address=made.address, machine_class="gpu")

@@ -45,15 +45,15 @@ class FleetSummary:
 
 def _shard_task(shard: Shard, config: str, workdir: str, machine: str | None
                 ) -> Iterator[CommitFiles]:
-    """Runs on a node: its machine name from its resources (or the one given), then the
-    shard's commits one by one."""
+    """Runs on a node: its machine name from its resources (or the class's, given), then
+    the shard's commits one by one. Its scratch folders are named after the node itself,
+    so nodes of one class that share a disk never share a folder."""
     import ray
 
-    if machine is None:
-        node_id = ray.get_runtime_context().get_node_id()
-        resources = next(n["Resources"] for n in ray.nodes() if n["NodeID"] == node_id)
-        machine = machine_name(resources)
-    yield from run_shard(shard, Path(config), machine, Path(workdir))
+    node_id = ray.get_runtime_context().get_node_id()
+    resources = next(n["Resources"] for n in ray.nodes() if n["NodeID"] == node_id)
+    own = machine_name(resources)
+    yield from run_shard(shard, Path(config), machine or own, Path(workdir) / own)
 
 
 def connect(address: str | None, machine: str) -> None:

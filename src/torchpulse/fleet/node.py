@@ -78,7 +78,7 @@ class Node:
                  python: str = sys.executable) -> None:
         self.project = Project.load(config)
         self.machine, self.group, self.bench, self.python = machine, group, bench, python
-        self.scratch = (workdir / machine / group).resolve()
+        self.scratch = (workdir / group).resolve()
         self.results = self.scratch / "results"
         self.config = self.scratch / "asv.conf.json"
         self.log = self.scratch / "asv.log"
@@ -130,8 +130,9 @@ class Node:
 
 
 def run_shard(shard: Shard, config: Path, machine: str, workdir: Path) -> Iterator[CommitFiles]:
-    """Measure ``shard`` on this node, commit by commit, oldest first; commits the machine
-    already has stored are yielded as skipped."""
+    """Measure ``shard`` on this node as ``machine``, commit by commit, oldest first, in
+    ``workdir`` (this node's folder: environments in ``env/``, one scratch tree per group);
+    commits the machine already has stored are yielded as skipped."""
     node = Node(config, machine, workdir, shard.group, shard.bench)
     prepared = False
     for commit in shard.commits:
