@@ -8,6 +8,7 @@ N ?= 5
 PRESET ?= cpu
 ASV := $(BIN)/asv
 STAMP := $(VENV)/.installed
+FLEET := $(VENV)/.fleet-installed
 # the site's third-party scripts and styles (package.json pins asv's versions; npm ci)
 ASSETS := node_modules/.package-lock.json
 # everything but the stubs that hold imported results (benchmarks/external: nothing to run)
@@ -24,6 +25,11 @@ venv: $(STAMP) $(ASSETS)
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	@touch $@
+
+# Ray for `torchpulse fleet` (the [fleet] extra): the tests need it, the dashboard does not
+$(FLEET): $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev,fleet]"
 	@touch $@
 
@@ -54,7 +60,7 @@ dashboard: $(STAMP) $(ASSETS)
 	@echo "== regression alerts (torchpulse alert; 1 = regressions found, reported above)"
 	@$(BIN)/torchpulse alert; rc=$$?; [ $$rc -le 1 ]
 
-test: lint $(ASSETS) browser
+test: lint $(ASSETS) browser $(FLEET)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
