@@ -13,10 +13,11 @@ from __future__ import annotations
 import fcntl
 import json
 import platform
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,19 @@ from torchpulse.results.store import check_name
 SLOT = "torchpulse"  # one per node: at most one measurement runs on a node at a time
 MACHINE = "torchpulse_machine_"  # + the node's asv machine name
 CLASS = "torchpulse_class_"  # + a machine class (GPU model) the node belongs to
+
+
+# asv's line as it starts measuring a commit: "[ 0.00%] · For <project> commit d5d6f24e <main>:"
+_COMMIT_LINE = re.compile(r"· For .* commit ([0-9a-f]{8})\b")
+
+
+# asv started through this: on Linux it is killed when the node's worker dies
+# (PR_SET_PDEATHSIG, kept across exec), so a lost node leaves no asv running behind it. Set
+# in the child itself: a preexec_fn is unsafe in Ray's multithreaded worker.
+_LAUNCH = ("import ctypes, os, signal, sys\n"
+           "try:\n    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+           "except (OSError, AttributeError):\n    pass\n"
+           "os.execv(sys.executable, [sys.executable, '-m', 'asv', *sys.argv[1:]])")
 
 
 class NodeError(TorchpulseError, RuntimeError):
@@ -106,40 +120,73 @@ class Node:
         if proc.returncode != 0:
             raise NodeError(f"{self.machine}: asv machine failed (log: {self.log})")
 
-    def measure(self, commit: str) -> dict[str, bytes]:
-        """One commit's results files; {} when the selection holds no benchmark here."""
-        for old in self.results.glob(f"{self.machine}/*.json"):
-            if old.name != "machine.json":
-                old.unlink()
-        proc = self._asv("run", "--bench", self.bench, "--record-samples",
-                         "--show-stderr", f"{commit}^!")
-        text = proc.stdout + proc.stderr
-        if proc.returncode not in (0, 2):  # 2: a benchmark failed, which its value shows
-            if "No benchmarks selected" in text:
-                return {}
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise NodeError(f"{self.machine}: asv failed at {commit[:12]} (exit "
-                            f"{proc.returncode}): {tail[0].lstrip('· ')} (log: {self.log})")
-        files = {}
-        for path in sorted(self.results.glob(f"{self.machine}/*.json")):
-            files[f"{self.machine}/{path.name}"] = path.read_bytes()
-        index = self.results / "benchmarks.json"
-        if index.is_file():
-            files["benchmarks.json"] = index.read_bytes()
-        return files if len(files) > 2 else {}  # machine.json and the index alone: nothing
+    def files(self, commit: str) -> dict[str, bytes]:
+        """A commit's results files, with the machine and the benchmark index they need;
+        {} when asv stored no result for it."""
+        found = sorted(self.results.glob(f"{self.machine}/{commit[:8]}-*.json"))
+        if not found:
+            return {}
+        files = {f"{self.machine}/{p.name}": p.read_bytes() for p in found}
+        for extra in (self.results / self.machine / "machine.json",
+                      self.results / "benchmarks.json"):
+            if extra.is_file():
+                files[str(extra.relative_to(self.results))] = extra.read_bytes()
+        return files
+
+    def measure(self, commits: Sequence[str]) -> Iterator[tuple[str, dict[str, bytes]]]:
+        """One ``asv run`` over ``commits`` (a hash file), as ``asv run RANGE`` measures a
+        range: each commit's files are handed on as soon as asv moves to the next commit,
+        the last one's when it exits. Commits asv stored nothing for come with {}."""
+        from torchpulse.results.record import asv_environment
+
+        hashfile = self.scratch / "commits.txt"
+        hashfile.write_text("".join(f"{c}\n" for c in commits))
+        command = [self.python, "-c", _LAUNCH, "run", "--config", str(self.config), "--machine",
+                   self.machine, "--bench", self.bench, "--record-samples", "--show-stderr",
+                   f"HASHFILE:{hashfile}"]
+        by_prefix = {c[:8]: c for c in commits}
+        handed: set[str] = set()
+        current: str | None = None
+        tail: list[str] = []
+        with self.log.open("a") as log:
+            log.write(f"$ {' '.join(command)}\n")
+            proc = subprocess.Popen(command, cwd=self.project.root, env=asv_environment(),
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True)
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                log.write(line)
+                tail = [*tail[-20:], line]
+                started = _COMMIT_LINE.search(line)
+                if started and started.group(1) in by_prefix:
+                    if current is not None:
+                        handed.add(current)
+                        yield current, self.files(current)
+                    current = by_prefix[started.group(1)]
+            code = proc.wait()
+        text = "".join(tail)
+        if code not in (0, 2) and "No benchmarks selected" not in text:  # 2: a benchmark
+            last = [ln.strip() for ln in tail if ln.strip()][-1:] or ["no output"]  # failed
+            raise NodeError(f"{self.machine}: asv failed (exit {code}): "
+                            f"{last[0].lstrip('· ')} (log: {self.log})")
+        for commit in ([current] if current else []) + list(commits):
+            if commit not in handed:
+                handed.add(commit)
+                yield commit, self.files(commit)
 
 
 def run_shard(shard: Shard, config: Path, machine: str, workdir: Path) -> Iterator[CommitFiles]:
-    """Measure ``shard`` on this node as ``machine``, commit by commit, oldest first, in
+    """Measure ``shard`` on this node as ``machine``, commit by commit, in
     ``workdir`` (this node's folder: environments in ``env/``, one scratch tree per group);
     commits the machine already has stored are yielded as skipped."""
-    node = Node(config, machine, workdir, shard.group, shard.bench)
-    prepared = False
+    stored = shard.stored.get(machine, frozenset())
     for commit in shard.commits:
-        if commit in shard.stored.get(machine, frozenset()):
+        if commit in stored:
             yield CommitFiles(shard.group, commit, machine, {}, skipped=True)
-            continue
-        if not prepared:
-            node.prepare()
-            prepared = True
-        yield CommitFiles(shard.group, commit, machine, node.measure(commit))
+    todo = [c for c in shard.commits if c not in stored]
+    if not todo:
+        return
+    node = Node(config, machine, workdir, shard.group, shard.bench)
+    node.prepare()
+    for commit, files in node.measure(todo):
+        yield CommitFiles(shard.group, commit, machine, files)
