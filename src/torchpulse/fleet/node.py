@@ -1,5 +1,5 @@
-"""The work of one node: measure a shard's commits with asv, one at a time, and hand each
-commit's results files back as soon as they exist.
+"""The work of one node: measure a shard's commits with one ``asv run`` over them and hand
+each commit's results files back as soon as asv moves on to the next commit.
 
 A node's machine name comes from its Ray resources (``torchpulse_machine_<name>``, given
 at ``ray start``), else its host name: each node is its own machine in results/, so series
