@@ -109,9 +109,12 @@ def test_command_errors_are_one_line_exit_2(tmp_path, capsys):
     conf = str(project.config)
     assert main(["fleet", "run", "nosuch..main", "--config", conf]) == 2
     assert main(["fleet", "run", "main~1..main", "--identical", "--config", conf]) == 2
+    assert main(["fleet", "run", "main~1..main", "--machine-class", "<b>", "--config",
+                 conf]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 2 and "range 'nosuch..main'" in err[0]
+    assert len(err) == 3 and "range 'nosuch..main'" in err[0]
     assert "--identical needs --machine-class" in err[1]
+    assert "--machine-class" in err[2] and "<b>" in err[2]
 
 
 # --------------------------------------------------------------------------- with Ray

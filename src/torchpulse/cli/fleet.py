@@ -23,10 +23,13 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         raise UsageError("Ray is not installed: pip install 'torchpulse[fleet]'") from None
     from torchpulse.fleet import driver, plan
     from torchpulse.fleet.node import machine_name
+    from torchpulse.results.store import check_name
 
     if args.identical and not args.machine_class:
         raise UsageError("--identical needs --machine-class: only a class can say its "
                          "machines are the same")
+    if args.machine_class is not None:
+        check_name(args.machine_class, "--machine-class")
     proj = project(args)
     shards = plan.plan(proj, args.range, args.bench)
     commits = len(shards[0].commits)

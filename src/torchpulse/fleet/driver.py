@@ -24,7 +24,7 @@ from torchpulse.fleet.node import CLASS, MACHINE, SLOT, CommitFiles, machine_nam
 from torchpulse.fleet.plan import Shard
 from torchpulse.results.merge import merge_trees
 from torchpulse.results.project import Project
-from torchpulse.results.store import StoreError
+from torchpulse.results.store import StoreError, check_name
 
 MAX_ATTEMPTS = 3  # a shard whose nodes keep dying is given up after this many
 
@@ -127,6 +127,8 @@ def run(project: Project, shards: list[Shard], *, address: str | None = None,
     if identical and not machine_class:
         raise FleetError("--identical needs --machine-class: only a class can say its "
                          "machines are the same")
+    if machine_class is not None:  # a resource name, and with --identical a machine name
+        check_name(machine_class, "--machine-class")
     connect(address, local)
     try:
         _check_capacity(machine_class)
