@@ -23,6 +23,7 @@ from torchpulse.autograd.tasks import (
 )
 from torchpulse.errors import TorchpulseError
 from torchpulse.presets import resolve_preset
+from torchpulse.text import printable
 
 
 class SelectionError(TorchpulseError, ValueError):
@@ -150,7 +151,7 @@ def run_all(pairs: Sequence[tuple[ModelDef, str]], device: torch.device,
                 if not through_functorch:
                     raise
                 if failed is not None:
-                    failed(Failure(model.name, task, " ".join(str(exc).split()),
+                    failed(Failure(model.name, task, printable(" ".join(str(exc).split())),
                                    isinstance(exc, AssertionError)))
                 continue
             timings.append(timing)

@@ -24,6 +24,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     from torchpulse.fleet import driver, plan
     from torchpulse.fleet.node import machine_name
     from torchpulse.results.store import check_name
+    from torchpulse.text import printable
 
     if args.identical and not args.machine_class:
         raise UsageError("--identical needs --machine-class: only a class can say its "
@@ -40,13 +41,13 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     local = machine_name({}, args.machine) if args.machine else None
     summary = driver.run(proj, shards, address=args.address, machine_class=args.machine_class,
                          identical=args.identical, local_machine=local,
-                         say=lambda line: note("fleet", line))
+                         say=lambda line: note("fleet", printable(line)))
     machines = ", ".join(sorted(summary.machines)) or "none"
     print(f"fleet: {summary.measured} measured, {summary.skipped} already stored, "
           f"{summary.empty} with nothing selected, {summary.requeued} re-queued after lost "
           f"nodes; machines: {machines}; results in {proj.results_dir}", flush=True)
     for line in summary.failed:
-        print(f"torchpulse fleet: failed: {line}", file=sys.stderr)
+        print(f"torchpulse fleet: failed: {printable(line)}", file=sys.stderr)
     return EXIT_FAILED if summary.failed else EXIT_OK
 
 
