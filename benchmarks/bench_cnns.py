@@ -1,6 +1,7 @@
 """fastrnns' ResNet runners: forward alone, backward alone, and the peak memory of a step."""
 
-from ._common import _sizes, _WorkloadSuite
+from ._canary import MachineCanary  # noqa: F401  (opens the ResNets: a fleet shard of
+from ._common import _sizes, _WorkloadSuite  # this module alone still reads its machine)
 from ._tree import load
 
 _choices = load("fastrnns/choices.py")
