@@ -4,6 +4,7 @@ command's errors, and Ray itself: an embedded instance and a cluster of two simu
 
 import json
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,20 @@ def test_a_nodes_machine_name_is_its_resource_or_its_host():
         machine_name({MACHINE + "a": 1, MACHINE + "b": 1})
     with pytest.raises(ValueError):
         machine_name({MACHINE + "<script>": 1})
+
+
+def test_an_address_where_nothing_listens_is_refused_at_once():
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(driver.FleetError, match="nothing answers there"):
+        driver.check_reachable(f"127.0.0.1:{port}", timeout=5)
+    with pytest.raises(driver.FleetError, match="expected HOST:PORT"):
+        driver.check_reachable("somewhere")
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        driver.check_reachable(f"ray://127.0.0.1:{server.getsockname()[1]}")
 
 
 def test_command_errors_are_one_line_exit_2(tmp_path, capsys):

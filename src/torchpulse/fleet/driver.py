@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -56,6 +57,23 @@ def _shard_task(shard: Shard, config: str, workdir: str, machine: str | None
     yield from run_shard(shard, Path(config), machine or own, Path(workdir) / own)
 
 
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """FleetError unless something listens at ``address`` (HOST:PORT, or ray://HOST:PORT):
+    Ray itself retries an absent head for minutes. "auto" is Ray's to resolve."""
+    if address == "auto":
+        return
+    where = address.split("://", 1)[-1]
+    host, _, port = where.rpartition(":")
+    if not host or not port.isdigit():
+        raise FleetError(f"--address {address!r}: expected HOST:PORT (ray start --head "
+                         "prints it) or auto")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise FleetError(f"--address {address}: nothing answers there "
+                         f"({exc.strerror or exc})") from None
+
+
 def connect(address: str | None, machine: str) -> None:
     """Join the Ray cluster at ``address``, or start an embedded one on this machine with
     one measurement slot, named ``machine``."""
@@ -63,6 +81,7 @@ def connect(address: str | None, machine: str) -> None:
 
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": "ERROR"}
     if address:
+        check_reachable(address)
         try:
             ray.init(address=address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
