@@ -4,6 +4,7 @@ command's errors, and Ray itself: an embedded instance and a cluster of two simu
 
 import json
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -136,18 +137,30 @@ def test_command_errors_are_one_line_exit_2(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_embedded_ray_stores_what_asv_run_stores(tmp_path):
-    """Without --address: one local slot, this machine's name; the same (commit, benchmark)
-    values as `asv run` of the range, and a second run measures nothing again."""
+def test_embedded_ray_stores_what_asv_run_stores_even_when_killed(tmp_path):
+    """Without --address: one local slot, this machine's name. A driver killed (SIGKILL)
+    after its first commit leaves whole results files; run again, it measures only the
+    rest; the (commit, benchmark) values are then those `asv run` of the range stores, and
+    a third run measures nothing."""
     project, shas = _fixture(tmp_path / "repo", commits=3)
     conf = str(project.config)
     command = [sys.executable, "-m", "torchpulse.cli", "fleet", "run", f"{shas[0]}..{shas[-1]}",
                "--machine", "here", "--bench", "time_work", "--config", conf]
+    killed = subprocess.Popen(command, cwd=project.root, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    assert killed.stderr is not None
+    for line in killed.stderr:
+        if ": stored" in line:
+            killed.kill()
+            break
+    assert killed.wait(timeout=600) == -signal.SIGKILL
+    assert len(_covered(project.results_dir)) == 1  # each file loads: none half-written
+
     first = subprocess.run(command, cwd=project.root, capture_output=True, text=True,
                            timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
     # bench_more's shard selects nothing: asv says so, and nothing of it is stored
-    assert "fleet: 2 measured, 0 already stored, 2 with nothing selected" in first.stdout
+    assert "fleet: 1 measured, 1 already stored, 2 with nothing selected" in first.stdout
     assert "[4/4] bench_work @" in first.stderr
 
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "seq",

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +92,15 @@ def connect(address: str | None, machine: str) -> None:
     else:
         ray.init(num_cpus=max(1, os.cpu_count() or 1), include_dashboard=False,
                  resources={SLOT: 1, MACHINE + machine: 1}, **quiet)
+    # after ray.init, which installs a SIGTERM handler that aborts: a terminated driver
+    # stops as an interrupted one, shutting Ray down, with only whole commits stored
+    # (SIGKILL cannot be caught; a re-run completes the range)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _check_capacity(machine_class: str | None) -> None:
