@@ -74,9 +74,10 @@ def bench_expression(group: str, user: str | None) -> str:
     return own if not user else f"{own}(?=.*?(?:{user}))"
 
 
-def stored(results_dir: Path, group: str) -> dict[str, frozenset[str]]:
-    """machine -> the commits whose results files there hold a benchmark of ``group``."""
-    found: dict[str, set[str]] = {}
+def stored(results_dir: Path, groups: list[str]) -> dict[str, dict[str, frozenset[str]]]:
+    """group -> machine -> the commits whose results files there hold a benchmark of the
+    group; each results file is read once."""
+    found: dict[str, dict[str, set[str]]] = {g: {} for g in groups}
     for path in sorted(results_dir.glob("*/*.json")):
         if path.name == "machine.json":
             continue
@@ -84,9 +85,11 @@ def stored(results_dir: Path, group: str) -> dict[str, frozenset[str]]:
             results = asv_results.load(path)
         except asv_results.ResultsFileError:
             continue  # not ours to judge here; asv publish says what is wrong with it
-        if any(name.startswith(group + ".") for name in asv_results.benchmarks(results)):
-            found.setdefault(path.parent.name, set()).add(results.commit_hash)
-    return {machine: frozenset(shas) for machine, shas in found.items()}
+        held = {name.split(".", 1)[0] for name in asv_results.benchmarks(results)}
+        for group in held & found.keys():
+            found[group].setdefault(path.parent.name, set()).add(results.commit_hash)
+    return {g: {machine: frozenset(shas) for machine, shas in by_machine.items()}
+            for g, by_machine in found.items()}
 
 
 def plan(project: Project, spec: str, bench: str | None = None) -> list[Shard]:
@@ -103,5 +106,5 @@ def plan(project: Project, spec: str, bench: str | None = None) -> list[Shard]:
     names = groups(benchmark_dir)
     if not names:
         raise PlanError(f"{benchmark_dir}: no benchmark modules")
-    return [Shard(g, shas, bench_expression(g, bench), stored(project.results_dir, g))
-            for g in names]
+    held = stored(project.results_dir, names)
+    return [Shard(g, shas, bench_expression(g, bench), held[g]) for g in names]
