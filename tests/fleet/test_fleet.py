@@ -13,28 +13,15 @@ from pathlib import Path
 import pytest
 
 from torchpulse.cli import main
-from torchpulse.culprit import fixture
-from torchpulse.fleet import driver, plan
-from torchpulse.fleet.node import CLASS, MACHINE, SLOT, NodeError, machine_name
+from torchpulse.fleet import driver, plan, simulated
+from torchpulse.fleet.node import MACHINE, SLOT, NodeError, machine_name
 from torchpulse.results import asv_results
 from torchpulse.results.project import Project
-
-MORE = '''import stepwork
-
-
-def time_more():
-    stepwork.work()
-
-
-time_more.repeat = 3
-time_more.number = 1
-'''
 
 
 def _fixture(root: Path, commits: int = 4) -> tuple[Project, list[str]]:
     """The culprit fixture (pure Python, no torch) with a second benchmark group."""
-    shas = fixture.make(root, commits, 2, 2.0)
-    (root / "benchmarks" / "bench_more.py").write_text(MORE)
+    shas = simulated.fixture(root, commits)
     return Project.load(root / "asv.conf.json"), shas
 
 
@@ -185,18 +172,8 @@ def test_embedded_ray_stores_what_asv_run_stores_even_when_killed(tmp_path):
 @pytest.fixture
 def cluster():
     """A Ray head with no measurement slot and two simulated nodes with one each."""
-    import ray  # the [fleet] extra, which make test installs
-    from ray.cluster_utils import Cluster
-
-    small = {"object_store_memory": 80 * 1024 * 1024, "num_cpus": 1}
-    made = Cluster(initialize_head=True, head_node_args={**small, "include_dashboard": False})
-    nodes = {name: made.add_node(**small, resources={SLOT: 1, MACHINE + name: 1,
-                                                     CLASS + "sim": 1})
-             for name in ("sim-a", "sim-b")}
-    made.wait_for_nodes()
-    yield made, nodes
-    ray.shutdown()
-    made.shutdown()
+    with simulated.cluster() as made:
+        yield made
 
 
 @pytest.mark.slow
