@@ -145,6 +145,26 @@ def test_non_deterministic_models_pass_due_to_skip():
     assert result.status == "pass_due_to_skip"
 
 
+def test_accuracy_checks_the_compiled_code_it_is_given_without_compiling_again():
+    from torchpulse.compile.steps import prepare
+
+    prepared = prepare(ZOO_BY_NAME["mlp"], "smoke", 4, False, "cpu")
+    torch._dynamo.reset()
+    compiled = torch.compile(prepared.iter_fn, backend="aot_eager")
+    prepared.run(compiled)  # compiled for prepared.model, as a measurement leaves it
+    torch._dynamo.utils.counters.clear()
+    checked = accuracy.check(prepared, performance.compiler("aot_eager"), compiled=compiled)
+    assert checked.status == "pass"
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 0  # nothing recompiled
+
+    def off_by_one_percent(model, inputs):
+        return compiled(model, inputs) * 1.01
+
+    checked = accuracy.check(prepared, performance.compiler("aot_eager"),
+                             compiled=off_by_one_percent)
+    assert checked.status == "fail_accuracy"
+
+
 @pytest.mark.parametrize("name, status, detail", [
     ("faulty_load", "model_fail_to_load", "weights.bin"),
     ("faulty_eager", "eager_fail_to_run", "this model cannot run"),
@@ -448,6 +468,8 @@ def test_tracking_measures_every_model_and_backend_once():
     zoo = measure_zoo(["mlp", "control_flow", "not_in_this_zoo"], ["aot_eager"], "smoke",
                       "cpu", repeat=3)
     assert set(zoo["models"]) == {("mlp", "aot_eager"), ("control_flow", "aot_eager")}
+    # the accuracy check ran the compiled code that was timed: one compile per model
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
     for tracked in zoo["models"].values():
         assert tracked.status == "pass"
         assert tracked.step_seconds > 0 and tracked.latency_ratio > 0

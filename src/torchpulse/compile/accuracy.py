@@ -127,9 +127,11 @@ class AccuracyResult:
 
 
 def check(prepared: Prepared, compile_fn, tol: float = 1e-4, cosine: bool = False,
-          non_deterministic: bool = False) -> AccuracyResult:
+          non_deterministic: bool = False, compiled=None) -> AccuracyResult:
     """The harness's accuracy sequence for one prepared model. ``compile_fn`` turns the
-    iteration function into the compiled one (``torch.compile(fn, backend=...)``)."""
+    iteration function into the compiled one (``torch.compile(fn, backend=...)``); a
+    ``compiled`` iteration already compiled for this model (the one a measurement timed) is
+    checked instead, without compiling again."""
     fp64_result = None
     try:
         model64, inputs64 = prepared.as_float64()
@@ -159,9 +161,10 @@ def check(prepared: Prepared, compile_fn, tol: float = 1e-4, cosine: bool = Fals
     del rerun
 
     try:
-        torch._dynamo.reset()
+        if compiled is None:
+            torch._dynamo.reset()
+            compiled = compile_fn(prepared.iter_fn)
         reset_rng_state()
-        compiled = compile_fn(prepared.iter_fn)
         actual = _detach(prepared.run(compiled, prepared.copy(), clone_inputs(prepared.inputs)))
     except Exception as exc:
         return AccuracyResult(FAIL_TO_RUN, error_line(exc))

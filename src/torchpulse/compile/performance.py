@@ -135,6 +135,14 @@ def measure(prepared: Prepared, backend: str, repeat: int = 30,
     from a cold cache; with ``fresh_cache=False`` the caller has just provided one (to reuse
     it afterwards). EagerError when eager fails; other exceptions mean the compiled run
     failed."""
+    return measure_compiled(prepared, backend, repeat, fresh_cache)[0]
+
+
+def measure_compiled(prepared: Prepared, backend: str, repeat: int = 30,
+                     fresh_cache: bool = True) -> tuple[Performance, IterFn]:
+    """``measure``, and the compiled iteration it timed (compiled for ``prepared.model``; a
+    copy of the model runs it without a recompile), for an accuracy check of that very
+    code."""
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
     warm_up_compiler(backend, prepared.device)
@@ -157,4 +165,4 @@ def measure(prepared: Prepared, backend: str, repeat: int = 30,
     compiled_peak = _peak(prepared, compiled, prepared.model)
     return Performance(tuple(eager_times), tuple(compiled_times),
                        max(0.0, compiled_warmup - eager_warmup), eager_peak, compiled_peak,
-                       stats)
+                       stats), compiled
