@@ -44,7 +44,7 @@ browser:
 dashboard: $(STAMP) $(ASSETS)
 	$(ASV) machine --yes >/dev/null
 	@if [ "$(COMMITS)" -gt "$(N)" ]; then range="HEAD~$(N)..HEAD"; else range="ALL"; fi; \
-	echo "== benchmarking $$range (preset $(PRESET), samples recorded; every default suite takes about 2.5 min a commit on 2 cores, docs/measurements.md)"; \
+	echo "== benchmarking $$range (preset $(PRESET), samples recorded; every default suite takes about 2 min a commit on 2 idle cores, docs/measurements.md)"; \
 	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --skip-existing-successful \
 		--show-stderr --bench "$(MEASURED)" "$$range"
 	@# points the machine canary marks disturbed are measured once more (see README)

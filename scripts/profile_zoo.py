@@ -37,8 +37,8 @@ def main() -> int:
     preset = resolve_preset(device="cpu")
     performance.warm_up_compiler = timed("first use", performance.warm_up_compiler,
                                          lambda a: a[0])
-    performance.measure = timed("measure", performance.measure,
-                                lambda a: f"{a[0].spec.name}/{a[1]}")
+    performance.measure_compiled = timed("measure", performance.measure_compiled,
+                                         lambda a: f"{a[0].spec.name}/{a[1]}")
     accuracy.check = timed("accuracy", accuracy.check, lambda a: a[0].spec.name)
     start = time.perf_counter()
     zoo = tracking.measure_zoo(list(MODELS), list(TRACKED_BACKENDS), preset.name, "cpu",

@@ -146,7 +146,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--torch", metavar="VERSION", help="the torch version asv installs "
                    "(default: this environment's, without its local tag)")
     p.add_argument("--with-suites", action="store_true", help="also copy torchpulse's own "
-                   "suites (fastrnns, autograd, compile zoo: about 2.5 min a commit at the cpu "
+                   "suites (fastrnns, autograd, compile zoo: about 2 min a commit at the cpu "
                    "preset); they measure torch, which the project pins")
     p.set_defaults(func=cmd_init)
 
