@@ -2,9 +2,12 @@
 """How much one busy core slows the machine canary (at 1 and 2 torch threads) and a few
 single-threaded workloads, each timed in a process forked the way asv's forkserver does.
 
-    .venv/bin/python scripts/hog_sensitivity.py [--rounds 2]
+    .venv/bin/python scripts/hog_sensitivity.py [--rounds 2] [--hog cpu memory]
 
-Prints the median per case idle and next to a ``while True: pass`` process, and their ratio.
+Prints the median per case idle and next to each hog, and their ratio: ``cpu`` is a
+``while True: pass`` process, ``memory`` one that streams 256 MB arrays (memory bandwidth
+and the shared cache, as a neighbour on the same host would take them). The "memory stream"
+case is a candidate canary for the latter: one thread copying 32 MB tensors.
 """
 
 import argparse
@@ -24,6 +27,7 @@ os.environ.setdefault("TORCHPULSE_PRESET", "cpu")
 import benchmarks._common  # noqa: E402,F401  (the forkserver parent's warm-up)
 from benchmarks import (  # noqa: E402
     _canary,  # noqa: E402
+    bench_autograd,
     bench_cnns,
     bench_rnns,
 )
@@ -46,9 +50,46 @@ def workload(cls, runner, method):
     return statistics.median(times)
 
 
+def memory_stream():
+    import torch
+
+    torch.set_num_threads(1)
+    x = torch.ones(8 << 20)  # 32 MB each: past this VM's share of the last-level cache
+    y = torch.empty_like(x)
+    times = []
+    for i in range(12):
+        start = time.perf_counter()
+        for _ in range(4):
+            y.copy_(x)
+            x.add_(1e-3)
+        if i >= 2:  # the first two touch the pages
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def autograd_pair(model, task):
+    b = bench_autograd.FunctionalAutograd()
+    b.setup(model, task)  # built and warmed up
+    times = []
+    for _ in range(8):
+        start = time.perf_counter()
+        b.time_task(model, task)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+HOGS = {
+    "cpu": "while True: pass",
+    "memory": "import numpy as np\na = np.ones(32 << 20)\nb = np.empty_like(a)\n"
+              "while True: np.copyto(b, a)",
+}
+
 CASES = {
     "canary, 2 threads": lambda: canary(2),
     "canary, 1 thread": lambda: canary(1),
+    "memory stream": memory_stream,
+    "resnet18 vjp": lambda: autograd_pair("resnet18", "vjp"),
+    "LSTM cudnn backward": lambda: workload(bench_rnns.LSTM, "cudnn", "time_backward"),
     "LSTM cudnn forward": lambda: workload(bench_rnns.LSTM, "cudnn", "time_forward"),
     "LSTM jit backward": lambda: workload(bench_rnns.LSTM, "jit", "time_backward"),
     "ResNet-50 forward": lambda: workload(bench_cnns.ResNet, "resnet50", "time_forward"),
@@ -73,22 +114,25 @@ def forked(fn):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--hog", nargs="+", choices=sorted(HOGS), default=["cpu"])
     args = parser.parse_args()
-    found: dict[tuple[str, bool], list[float]] = {}
+    found: dict[tuple[str, str | None], list[float]] = {}
     for _ in range(args.rounds):
-        for hog in (False, True):
-            busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if hog else None
-            time.sleep(0.3)
+        for hog in (None, *args.hog):
+            busy = subprocess.Popen([sys.executable, "-c", HOGS[hog]]) if hog else None
+            time.sleep(0.5)
             for name, fn in CASES.items():
                 found.setdefault((name, hog), []).extend(forked(fn) for _ in range(3))
             if busy:
                 busy.kill()
                 busy.wait()
     for name in CASES:
-        idle = statistics.median(found[(name, False)])
-        hogged = statistics.median(found[(name, True)])
-        print(f"{name:<20} idle {idle * 1e3:7.1f} ms   one core busy {hogged * 1e3:7.1f} ms"
-              f"   x{hogged / idle:.2f}")
+        idle = statistics.median(found[(name, None)])
+        line = f"{name:<20} idle {idle * 1e3:7.1f} ms"
+        for hog in args.hog:
+            hogged = statistics.median(found[(name, hog)])
+            line += f"   {hog} hog {hogged * 1e3:7.1f} ms x{hogged / idle:.2f}"
+        print(line, flush=True)
     return 0
 
 
