@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from torchpulse.compile.report import error_line
-from torchpulse.compile.steps import Prepared, clone_inputs, reset_rng_state
+from torchpulse.compile.steps import IterFn, Prepared, clone_inputs, reset_rng_state
 
 log = logging.getLogger(__name__)
 COSINE_THRESHOLD = 0.99
@@ -126,8 +127,9 @@ class AccuracyResult:
     detail: str = ""  # why, for anything but pass
 
 
-def check(prepared: Prepared, compile_fn, tol: float = 1e-4, cosine: bool = False,
-          non_deterministic: bool = False, compiled=None) -> AccuracyResult:
+def check(prepared: Prepared, compile_fn: Callable[[IterFn], IterFn], tol: float = 1e-4,
+          cosine: bool = False, non_deterministic: bool = False,
+          compiled: IterFn | None = None) -> AccuracyResult:
     """The harness's accuracy sequence for one prepared model. ``compile_fn`` turns the
     iteration function into the compiled one (``torch.compile(fn, backend=...)``); a
     ``compiled`` iteration already compiled for this model (the one a measurement timed) is
