@@ -25,6 +25,7 @@ from pathlib import Path
 from torchpulse.errors import TorchpulseError
 from torchpulse.fleet.plan import Shard
 from torchpulse.results.project import Project
+from torchpulse.results.record import asv_environment
 from torchpulse.results.store import check_name
 
 SLOT = "torchpulse"  # one per node: at most one measurement runs on a node at a time
@@ -98,8 +99,6 @@ class Node:
         self.log = self.scratch / "asv.log"
 
     def _asv(self, *args: str) -> subprocess.CompletedProcess[str]:
-        from torchpulse.results.record import asv_environment
-
         command = [self.python, "-m", "asv", args[0], "--config", str(self.config),
                    "--machine", self.machine, *args[1:]]
         proc = subprocess.run(command, cwd=self.project.root, env=asv_environment(),
@@ -137,8 +136,6 @@ class Node:
         """One ``asv run`` over ``commits`` (a hash file), as ``asv run RANGE`` measures a
         range: each commit's files are handed on as soon as asv moves to the next commit,
         the last one's when it exits. Commits asv stored nothing for come with {}."""
-        from torchpulse.results.record import asv_environment
-
         hashfile = self.scratch / "commits.txt"
         hashfile.write_text("".join(f"{c}\n" for c in commits))
         command = [self.python, "-c", _LAUNCH, "run", "--config", str(self.config), "--machine",
