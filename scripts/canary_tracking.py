@@ -11,7 +11,6 @@ Nothing here is a hog: what moves is the machine itself (its host's other tenant
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TORCHPULSE_PRESET", "cpu")
 
+from hog_sensitivity import median_time, stream_copies  # noqa: E402  (beside it)
+
 import benchmarks._common  # noqa: E402,F401  (the forkserver parent's warm-up)
 from benchmarks import _canary, bench_autograd, bench_rnns  # noqa: E402
 from torchpulse import suite  # noqa: E402
@@ -32,12 +33,7 @@ COLUMNS = ("canary 2 threads", "canary 1 thread", "memory stream", "resnet18 vjp
 
 
 def median_ms(fn, calls: int = 5) -> float:
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    return median_time(fn, calls) * 1e3
 
 
 def main() -> int:
@@ -49,15 +45,7 @@ def main() -> int:
     lstm = bench_rnns.LSTM()
     lstm.setup("cudnn")
     suite.warm_up(lstm.workload, "step")
-    torch.set_num_threads(1)
-    x = torch.ones(8 << 20)
-    y = torch.empty_like(x)
-
-    def stream():
-        for _ in range(4):
-            y.copy_(x)
-            x.add_(1e-3)
-
+    stream = stream_copies()  # one thread from here on, as the workloads' setups left it
     rows = []
     start = time.time()
     print("    s  " + "  ".join(f"{c:>16}" for c in COLUMNS), flush=True)

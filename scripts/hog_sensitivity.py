@@ -50,32 +50,43 @@ def workload(cls, runner, method):
     return statistics.median(times)
 
 
-def memory_stream():
+def median_time(fn, calls, skip=0):
+    """The median wall time of ``calls`` calls of ``fn`` after ``skip`` untimed ones."""
+    for _ in range(skip):
+        fn()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def stream_copies():
+    """A candidate canary for the memory system: one thread copying 32 MB tensors (past this
+    VM's share of the last-level cache). Returns the call to time, its buffers allocated."""
     import torch
 
     torch.set_num_threads(1)
-    x = torch.ones(8 << 20)  # 32 MB each: past this VM's share of the last-level cache
+    x = torch.ones(8 << 20)
     y = torch.empty_like(x)
-    times = []
-    for i in range(12):
-        start = time.perf_counter()
+
+    def stream():
         for _ in range(4):
             y.copy_(x)
             x.add_(1e-3)
-        if i >= 2:  # the first two touch the pages
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+
+    return stream
+
+
+def memory_stream():
+    return median_time(stream_copies(), 10, skip=2)  # the first two touch the pages
 
 
 def autograd_pair(model, task):
     b = bench_autograd.FunctionalAutograd()
     b.setup(model, task)  # built and warmed up
-    times = []
-    for _ in range(8):
-        start = time.perf_counter()
-        b.time_task(model, task)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return median_time(lambda: b.time_task(model, task), 8)
 
 
 HOGS = {
