@@ -25,10 +25,14 @@ from torchpulse.files import write_json_atomically
 from torchpulse.results import asv_results
 
 MACHINE = "synthetic"
+JOB_SECONDS = 1.0  # what each benchmark's asv job is said to have taken
 ENV = "synthetic"
 STEP_SIZES = (0.02, 0.03, 0.05, 0.10, 0.20)
 DISTANCES = (1, 2, 3, 5, 10, 20)  # commits at the new level, the step's own commit included
 NOISE_CVS = (0.01, 0.02, 0.03)
+# series per asv benchmark (its parameters), as in the real suites (1 to 39): asv measures a
+# whole benchmark again, every parameter of it, when one series' step is to be confirmed
+PARAMS_PER_BENCHMARK = 10
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,12 @@ def _samples(levels: np.ndarray, cv: float, noise: NoiseModel,
     return values
 
 
+def _name(base: str, i: int) -> str:
+    """The benchmark of series ``i`` of a group: ``base``, then ``base_g1`` ..."""
+    group = i // PARAMS_PER_BENCHMARK
+    return f"{base}_g{group}" if group else base
+
+
 KINDS = ("step", "noise", "improvement", "spike", "dip", "toggle", "magnitude")
 # series without a regression: any alert on one is a false alarm
 QUIET_KINDS = ("noise", "improvement", "spike", "dip", "toggle", "magnitude")
@@ -109,20 +119,20 @@ def plan(per_cell: int, noise_series: int, commits: int, rng: np.random.Generato
             if "step" not in kinds or distance >= commits:
                 continue
             name = f"synthetic.Step.time_{tag}_up{round(size * 100)}_d{distance}"
-            truths += [Truth(name, repr(str(i)), "step", cv, size, commits - distance, distance)
-                       for i in range(per_cell)]
+            truths += [Truth(_name(name, i), repr(str(i)), "step", cv, size,
+                             commits - distance, distance) for i in range(per_cell)]
         if "noise" in kinds:
-            truths += [Truth(f"synthetic.Noise.time_{tag}", repr(str(i)), "noise", cv)
-                       for i in range(noise_series)]
+            truths += [Truth(_name(f"synthetic.Noise.time_{tag}", i), repr(str(i)), "noise",
+                             cv) for i in range(noise_series)]
         for i in range(per_cell):
             d = int(rng.integers(3, max(commits // 2, 4)))
             if "improvement" in kinds:
-                truths.append(Truth(f"synthetic.Improvement.time_{tag}", repr(str(i)),
+                truths.append(Truth(_name(f"synthetic.Improvement.time_{tag}", i), repr(str(i)),
                                     "improvement", cv, -float(rng.uniform(0.05, 0.2)),
                                     commits - d, d))
             at = int(rng.integers(5, max(commits - 3, 6)))
             if "spike" in kinds:
-                truths.append(Truth(f"synthetic.Spike.time_{tag}", repr(str(i)), "spike",
+                truths.append(Truth(_name(f"synthetic.Spike.time_{tag}", i), repr(str(i)), "spike",
                                     cv, float(rng.uniform(0.1, 0.3)), at))
     # the patterns of real histories that are no regression, drawn from their own generator
     # so that adding them leaves every other series of a seed as it was
@@ -132,15 +142,15 @@ def plan(per_cell: int, noise_series: int, commits: int, rng: np.random.Generato
             if "dip" in kinds:  # down 10 % to 99.9 % for 1-4 commits, then back
                 width = int(extra.integers(1, 5))
                 start = int(extra.integers(5, max(commits - width, 6)))
-                truths.append(Truth(f"synthetic.Dip.time_{tag}", repr(str(i)), "dip", cv,
+                truths.append(Truth(_name(f"synthetic.Dip.time_{tag}", i), repr(str(i)), "dip", cv,
                                     -float(extra.choice([0.1, 0.5, 0.9, 0.999])), start,
                                     width))
             if "toggle" in kinds:  # two levels 5-30 % apart, runs of 2-8 commits
-                truths.append(Truth(f"synthetic.Toggle.time_{tag}", repr(str(i)), "toggle",
-                                    cv, float(extra.uniform(0.05, 0.3)),
+                truths.append(Truth(_name(f"synthetic.Toggle.time_{tag}", i), repr(str(i)),
+                                    "toggle", cv, float(extra.uniform(0.05, 0.3)),
                                     seed=int(extra.integers(0, 2**31))))
             if "magnitude" in kinds and commits >= 22:  # both jumps end 3 commits early
-                truths.append(Truth(f"synthetic.Magnitude.time_{tag}", repr(str(i)),
+                truths.append(Truth(_name(f"synthetic.Magnitude.time_{tag}", i), repr(str(i)),
                                     "magnitude", cv, 0.0, int(extra.integers(5, commits - 16)),
                                     int(extra.integers(2, 5))))
     return truths
@@ -204,10 +214,38 @@ def build(path: Path, *, commits: int = 60, per_cell: int = 40, noise_series: in
         for name, values in samples.items():
             rows = values[:, c, :].tolist()
             asv_results.add(results, name, "1", benchmarks[name]["params"],
-                            [float(np.median(r)) for r in rows], rows)
+                            [float(np.median(r)) for r in rows], rows, duration=JOB_SECONDS)
         asv_results.save(results, results_dir, asv_results.filename(MACHINE, sha, ENV))
     (path / "truth.json").write_text(json.dumps([asdict(t) for t in truths]) + "\n")
     return truths
+
+
+def remeasure(path: Path, truths: list[Truth], commits: list[str], benchmarks: set[str],
+              seed: int) -> int:
+    """Measure ``benchmarks`` again at ``commits`` of the project at ``path``, as asv run
+    does: every series of each benchmark gets a new draw from its truth and the noise model
+    (a new run, which may itself be slow), replacing what was stored. Returns the series
+    re-drawn."""
+    noise = NoiseModel()
+    rng = np.random.default_rng([seed, 2])
+    shas = history(path)
+    by_bench: dict[str, list[Truth]] = {}
+    for t in truths:
+        if t.benchmark in benchmarks:
+            by_bench.setdefault(t.benchmark, []).append(t)
+    redrawn = 0
+    for sha in commits:
+        c = shas.index(sha)
+        relative = asv_results.filename(MACHINE, sha, ENV)
+        results = asv_results.load(path / "results" / relative, MACHINE)
+        for name, ts in by_bench.items():
+            rows = [_samples(_levels(t, len(shas))[c:c + 1], t.cv, noise, rng)[0].tolist()
+                    for t in ts]
+            asv_results.add(results, name, "1", [[t.param for t in ts]],
+                            [float(np.median(r)) for r in rows], rows, duration=JOB_SECONDS)
+            redrawn += len(ts)
+        asv_results.save(results, path / "results", relative)
+    return redrawn
 
 
 def history(path: Path) -> list[str]:

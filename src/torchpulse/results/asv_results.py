@@ -100,18 +100,20 @@ def timing(results: Results, name: str) -> tuple[float | None, float | None]:
 
 def add(results: Results, name: str, version: str, params: list[list[str]],
         values: Sequence[float | None], samples: Sequence[Sequence[float] | None] | None = None,
-        selected: set[int] | None = None) -> None:
+        selected: set[int] | None = None, duration: float | None = None) -> None:
     """Store a benchmark's values (one per combination of ``params``, in itertools.product
     order; None leaves a combination without a value) and, where given, their samples
     (asv then keeps the samples and their statistics). ``selected``: the combinations this
-    call sets; the others keep what was stored (all of them when None)."""
+    call sets; the others keep what was stored (all of them when None). ``duration``: how
+    long the job ran (s), as asv run stores it; imports leave it out."""
     samples = list(samples) if samples is not None else [None] * len(values)
     number = [1 if s else None for s in samples]
     result = BenchmarkResult(result=list(values), samples=[list(s) if s else None
                                                            for s in samples],
                              number=number, errcode=0, stderr="", profile=None)
     bench = {"name": name, "version": version, "params": params}
-    results.add_result(bench, result, record_samples=True, selected_idx=selected)
+    results.add_result(bench, result, record_samples=True, selected_idx=selected,
+                       duration=duration)
 
 
 def save(results: Results, results_dir: Path, relative: str) -> Path:
