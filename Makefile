@@ -47,11 +47,12 @@ dashboard: $(STAMP) $(ASSETS)
 	echo "== benchmarking $$range (preset $(PRESET), samples recorded; every default suite takes about 2 min a commit on 2 idle cores, docs/measurements.md)"; \
 	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --skip-existing-successful \
 		--show-stderr --bench "$(MEASURED)" "$$range"
-	@# points the machine canary marks disturbed are measured once more (see README)
+	@# points the machine canary marks disturbed, and steps seen in one run only (the
+	@# newest point of their series), are measured once more (see README)
 	@mkdir -p .asv && bench=$$($(BIN)/torchpulse disturbed --newest $(N) \
-		--hashfile .asv/disturbed.txt) || exit 2; \
+		--hashfile .asv/disturbed.txt --confirm .asv/confirmed.txt) || exit 2; \
 	if [ -s .asv/disturbed.txt ]; then \
-		echo "== re-measuring $$(wc -l < .asv/disturbed.txt) commit(s) measured on a disturbed machine"; \
+		echo "== re-measuring $$(wc -l < .asv/disturbed.txt) commit(s): measured on a disturbed machine, or a step seen in one run only"; \
 		TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --show-stderr \
 			--bench "$$bench" HASHFILE:.asv/disturbed.txt; \
 	fi

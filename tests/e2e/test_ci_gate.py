@@ -63,6 +63,6 @@ def test_evaluate_detection_runs_torchpulse_and_asv(tmp_path, capsys):
                  "--output", str(tmp_path / "eval.md")])
     assert code in (0, 1)  # a run this small may miss a target; the tables must be there
     text = (tmp_path / "eval.md").read_text()
-    assert "| torchpulse | asv |" in text and "False alarms" in text
+    assert "| torchpulse | torchpulse, one run | asv |" in text and "False alarms" in text
     assert "against the targets" in text
     assert (tmp_path / "p" / "html" / "regressions.json").is_file()

@@ -180,6 +180,12 @@ class Remeasure:
     commits: tuple[str, ...]  # oldest first
     benchmarks: tuple[str, ...]
 
+    def union(self, other: Remeasure, order: dict[str, int]) -> Remeasure:
+        """Both plans in one: their commits (ordered by ``order``) and benchmarks."""
+        commits = set(self.commits) | set(other.commits)
+        return Remeasure(tuple(sorted(commits, key=lambda c: order.get(c, -1))),
+                         tuple(sorted(set(self.benchmarks) | set(other.benchmarks))))
+
     def bench_regex(self) -> str:
         """An ``asv run --bench`` expression for those benchmarks and every canary, so the
         new points get readings of their own around them; the compile zoo's canary only when

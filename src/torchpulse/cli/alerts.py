@@ -40,19 +40,31 @@ def cmd_alert(args: argparse.Namespace) -> int:
 
 
 def cmd_disturbed(args: argparse.Namespace) -> int:
-    from torchpulse.analysis import alert, disturbance
+    from torchpulse.analysis import alert, confirm, disturbance
 
+    done = confirm.read_ledger(Path(args.confirm)) if args.confirm else set()
     found = alert.run(project(args), machine=args.machine, branch=args.branch)
     history = found.history
     newest = set(history.commits[-args.newest:]) if args.newest else None
     plan = disturbance.remeasure([c.series for c in found.checked], history.position, newest)
-    if args.hashfile:
-        write_output("".join(f"{c}\n" for c in plan.commits), args.hashfile)
     if plan.commits:
-        print(plan.bench_regex())
         note("disturbed", f"{len(plan.commits)} commit(s) with {len(plan.benchmarks)} "
                           "benchmark(s) measured on a disturbed machine: "
                           + ", ".join(c[:8] for c in plan.commits))
+    once = confirm.plan(found, done, newest) if args.confirm else disturbance.Remeasure((), ())
+    if once.commits:
+        note("disturbed", f"{len(once.benchmarks)} benchmark(s) with a step seen in one run "
+                          "only, to be confirmed by a second measurement at "
+                          + ", ".join(c[:8] for c in once.commits))
+        plan = plan.union(once, history.position)
+    if args.hashfile:
+        write_output("".join(f"{c}\n" for c in plan.commits), args.hashfile)
+    if once.commits:
+        # recorded before the re-run: each step is measured again once, even when the
+        # re-run fails (asv's error then stops make dashboard)
+        write_output(confirm.ledger_text(done | confirm.pairs(once, found)), args.confirm)
+    if plan.commits:
+        print(plan.bench_regex())
     return EXIT_OK
 
 
@@ -103,11 +115,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_alert)
 
     p = sub.add_parser(
-        "disturbed", help="what to measure again: commits measured on a disturbed machine",
+        "disturbed", help="what to measure again: commits measured on a disturbed machine "
+        "(and, with --confirm, steps seen in one run only)",
         description="Print the asv --bench expression that re-measures the benchmarks the "
         "machine canary marked disturbed (with the canaries around them), and write their "
-        "commits to --hashfile for `asv run HASHFILE:FILE`. Prints nothing, and writes an "
-        "empty file, when nothing was disturbed. make dashboard uses it to re-measure once.",
+        "commits to --hashfile for `asv run HASHFILE:FILE`. With --confirm, also the "
+        "benchmarks whose regression rests on a single run, once each. Prints nothing, and "
+        "writes an empty file, when there is nothing to measure again. make dashboard uses "
+        "it to re-measure once.",
     )
     add_config(p, "the repository, its branches, the results directory")
     add_results_dir(p)
@@ -118,6 +133,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="only the newest N commits of the branch (default: all)")
     p.add_argument("--hashfile", metavar="FILE", help="write the commits here, one full sha "
                    "a line")
+    p.add_argument("--confirm", metavar="LEDGER", help="also the benchmarks whose active "
+                   "regression rests on one run (the newest point of its series), to be "
+                   "measured once more; LEDGER lists the (commit, benchmark) pairs measured "
+                   "again already, which are left out, and the new ones are added to it")
     p.set_defaults(func=cmd_disturbed)
 
     p = sub.add_parser(

@@ -1,0 +1,94 @@
+"""Steps seen in one run only: a regression whose new level rests on a single commit, the
+newest one measured, is measured once more before ``make dashboard`` reports it.
+
+One commit at a new level cannot be told from one slow run by the values: the machine
+canary catches another process on the machine, not a slower host (docs/detection.md), and a
+run on a bad minute looks exactly like a regression at the newest commit. So the benchmark
+of such a series is run again at that commit, once, and the stored value is then the second
+measurement: a real step shows again, a slow run does not come back. asv re-runs a whole
+benchmark, so its other parameters get a second value at that commit too.
+
+The ledger remembers which (commit, benchmark) were measured again, so a step that did show
+again is reported, not re-measured at every run (which would re-draw it until it hides).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from torchpulse.analysis.alert import Checked, Report
+from torchpulse.analysis.disturbance import Remeasure
+from torchpulse.errors import TorchpulseError
+
+_SHA = re.compile(r"[0-9a-f]{40}")
+_NAME = re.compile(r"\S+")
+
+
+class LedgerError(TorchpulseError, ValueError):
+    """A ledger file that is not one "sha benchmark" pair a line."""
+
+
+Ledger = set[tuple[str, str]]  # (full commit sha, benchmark name)
+
+
+def seen_once(checked: Checked) -> str | None:
+    """The commit of ``checked``'s active regression when that commit is the newest point
+    detection used, i.e. the new level rests on one run; else None. A point no asv run
+    timed (an import stores no job duration) cannot be measured again: None."""
+    if checked.alert is None or not _NAME.fullmatch(checked.series.key.benchmark):
+        return None
+    used = [p for p in checked.series.points if not p.disturbed]
+    if not used or used[-1].commit != checked.alert.commit or used[-1].seconds is None:
+        return None
+    return checked.alert.commit
+
+
+def plan(report: Report, done: Ledger, commits: set[str] | None = None) -> Remeasure:
+    """The commits (among ``commits``, default all) and benchmarks to measure again because
+    a step there was seen in one run only, leaving out what ``done`` says was measured
+    again already."""
+    found: set[str] = set()
+    names: set[str] = set()
+    for c in report.checked:
+        commit = seen_once(c)
+        name = c.series.key.benchmark
+        if commit is None or (commit, name) in done:
+            continue
+        if commits is None or commit in commits:
+            found.add(commit)
+            names.add(name)
+    order = report.history.position if report.history is not None else {}
+    return Remeasure(tuple(sorted(found, key=lambda c: order.get(c, -1))),
+                     tuple(sorted(names)))
+
+
+def pairs(planned: Remeasure, report: Report) -> Ledger:
+    """The (commit, benchmark) pairs ``planned`` measures again: those of the series seen
+    once, not every benchmark at every planned commit."""
+    wanted = set(planned.benchmarks)
+    return {(commit, c.series.key.benchmark) for c in report.checked
+            if (commit := seen_once(c)) in planned.commits
+            and c.series.key.benchmark in wanted}
+
+
+def read_ledger(path: Path) -> Ledger:
+    """The pairs in ``path`` (none when it does not exist)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return set()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LedgerError(f"{path}: cannot read ({exc})") from None
+    done: Ledger = set()
+    for number, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if (len(parts) != 2 or not _SHA.fullmatch(parts[0])
+                or not _NAME.fullmatch(parts[1])):
+            raise LedgerError(f"{path}:{number}: not a 'sha benchmark' line")
+        done.add((parts[0], parts[1]))
+    return done
+
+
+def ledger_text(done: Ledger) -> str:
+    return "".join(f"{sha} {name}\n" for sha, name in sorted(done))

@@ -1,0 +1,153 @@
+"""Steps seen in one run only: which series need a second measurement, the ledger that makes
+it happen once, `torchpulse disturbed --confirm`, and the evaluation's model of it."""
+
+import re
+
+import numpy as np
+import pytest
+from clirun import exit_code
+
+from torchpulse.analysis import confirm, evaluation, synthetic
+from torchpulse.analysis.alert import REGRESSION, evaluate
+from torchpulse.analysis.detect import Point
+from torchpulse.analysis.series import Series, SeriesKey
+from torchpulse.results import asv_results
+from torchpulse.results.gitrepo import History
+
+N = 12
+QUIET = [0.010 * (1 + 0.01 * ((i * 7) % 5 - 2)) for i in range(N)]
+
+
+def series(values, name="bench_rnns.LSTM.time_forward", seconds=5.0, disturbed=()):
+    key = SeriesKey(name, ("'aten'",), "m", "e")
+    return Series(key, "seconds", [
+        Point(f"c{i}", v, tuple(v * (1 + 0.001 * k) for k in range(-2, 3)), 1000.0 * i,
+              seconds, i in disturbed) for i, v in enumerate(values)])
+
+
+def report(*many):
+    return evaluate(list(many), History([f"c{i}" for i in range(N)]))
+
+
+def test_a_step_at_the_newest_commit_alone_is_seen_once():
+    once = series(QUIET[:-1] + [0.015])
+    twice = series(QUIET[:-2] + [0.015, 0.0151], name="bench_cnns.ResNet.time_forward")
+    found = report(once, twice)
+    by = {c.series.key.benchmark: c for c in found.checked}
+    assert all(c.status == REGRESSION for c in by.values())
+    assert confirm.seen_once(by["bench_rnns.LSTM.time_forward"]) == "c11"
+    assert confirm.seen_once(by["bench_cnns.ResNet.time_forward"]) is None  # two runs agree
+    plan = confirm.plan(found, set())
+    assert plan.commits == ("c11",) and plan.benchmarks == ("bench_rnns.LSTM.time_forward",)
+    assert confirm.pairs(plan, found) == {("c11", "bench_rnns.LSTM.time_forward")}
+
+
+def test_measured_again_already_imported_or_outside_the_window_is_not_planned():
+    found = report(series(QUIET[:-1] + [0.015]),
+                   series(QUIET[:-1] + [0.015], name="external.pep.time_x", seconds=None))
+    assert confirm.seen_once(found.checked[1]) is None  # an import: no asv job to re-run
+    assert confirm.plan(found, {("c11", "bench_rnns.LSTM.time_forward")}).commits == ()
+    assert confirm.plan(found, set(), commits={"c10"}).commits == ()
+
+
+def test_a_disturbed_newest_point_is_left_to_the_canary():
+    # the newest point is left out of detection: the step then rests on nothing
+    found = report(series(QUIET[:-1] + [0.015], disturbed={N - 1}))
+    assert found.checked[0].status != REGRESSION
+    assert confirm.plan(found, set()).commits == ()
+
+
+def test_ledger_round_trip_and_malformed_lines(tmp_path):
+    done = {("a" * 40, "bench_x.T.time_y"), ("b" * 40, "bench_x.T.time_z")}
+    path = tmp_path / "confirmed.txt"
+    assert confirm.read_ledger(path) == set()
+    path.write_text(confirm.ledger_text(done))
+    assert confirm.read_ledger(path) == done
+    for bad in ("abc bench_x.T.time_y\n", f"{'a' * 40}\n", f"{'a' * 40} x y\n"):
+        path.write_text(bad)
+        with pytest.raises(confirm.LedgerError, match=r"confirmed.txt:1: not a 'sha"):
+            confirm.read_ledger(path)
+
+
+def _newest_step_project(path):
+    """Noise series and, at the newest commit only, a +50 % step (one run at the new level)."""
+    truths = synthetic.build(path, commits=10, per_cell=1, noise_series=3, seed=8,
+                             kinds=("noise", "step"), sizes=(0.5,), distances=(1,))
+    return truths, synthetic.history(path)
+
+
+def test_disturbed_confirm_plans_each_step_once(tmp_path, capsys):
+    truths, shas = _newest_step_project(tmp_path)
+    conf = str(tmp_path / "asv.conf.json")
+    ledger, hashfile = tmp_path / "confirmed.txt", tmp_path / "hashes.txt"
+    argv = ["disturbed", "--config", conf, "--hashfile", str(hashfile), "--confirm",
+            str(ledger)]
+    assert exit_code(argv) == 0
+    out, err = capsys.readouterr()
+    steps = {t.benchmark for t in truths if t.kind == "step"}
+    assert hashfile.read_text() == shas[-1] + "\n"
+    assert {name for _, name in confirm.read_ledger(ledger)} == steps
+    assert "step seen in one run only" in err
+    chosen = re.compile(out.strip())
+    assert all(chosen.search(name) for name in steps)
+    assert not any(chosen.search(t.benchmark) for t in truths if t.kind == "noise")
+    # the second time, the ledger says they were measured again: nothing to do
+    assert exit_code(argv) == 0
+    assert capsys.readouterr().out == "" and hashfile.read_text() == ""
+    assert len(confirm.read_ledger(ledger)) == len(steps)
+
+
+def test_a_malformed_ledger_is_one_line_and_nothing_is_written(tmp_path, capsys):
+    _newest_step_project(tmp_path)
+    ledger, hashfile = tmp_path / "confirmed.txt", tmp_path / "hashes.txt"
+    ledger.write_text("not a ledger\n")
+    code = exit_code(["disturbed", "--config", str(tmp_path / "asv.conf.json"), "--hashfile",
+                      str(hashfile), "--confirm", str(ledger)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "not a 'sha benchmark' line" in err[0]
+    assert not hashfile.exists() and ledger.read_text() == "not a ledger\n"
+
+
+def test_remeasure_redraws_only_the_chosen_benchmarks_at_the_chosen_commit(tmp_path):
+    truths, shas = _newest_step_project(tmp_path)
+    step = next(t.benchmark for t in truths if t.kind == "step")
+
+    def stored(sha):
+        results = asv_results.load(tmp_path / "results" / asv_results.filename(
+            synthetic.MACHINE, sha, synthetic.ENV), synthetic.MACHINE)
+        return {name: asv_results.values(results, name) for name in
+                asv_results.benchmarks(results)}
+
+    before = {sha: stored(sha) for sha in shas}
+    assert synthetic.remeasure(tmp_path, truths, [shas[-1]], {step}, seed=1) == 1
+    after = {sha: stored(sha) for sha in shas}
+    assert all(after[sha] == before[sha] for sha in shas[:-1])
+    changed = {n for n in after[shas[-1]] if after[shas[-1]][n] != before[shas[-1]][n]}
+    assert changed == {step}
+    # a new draw of the same truth: still 50 % above the level before the step
+    assert np.log(after[shas[-1]][step][0] / 0.01) == pytest.approx(np.log(1.5), abs=0.1)
+
+
+def test_the_evaluation_confirms_a_real_step_and_drops_a_slow_run(tmp_path):
+    truths, shas = _newest_step_project(tmp_path)
+    noise = next(t for t in truths if t.kind == "noise")
+    # the noise series' newest run is twice as slow: a slow run, not a step
+    file = tmp_path / "results" / asv_results.filename(synthetic.MACHINE, shas[-1],
+                                                       synthetic.ENV)
+    results = asv_results.load(file, synthetic.MACHINE)
+    grid = asv_results.params(results, noise.benchmark)
+    index = grid[0].index(noise.param)
+    samples = [[0.02 * (1 + 0.001 * k) for k in range(5)]] * len(grid[0])
+    asv_results.add(results, noise.benchmark, "1", grid, [0.02] * len(grid[0]), samples,
+                    selected={index}, duration=1.0)
+    asv_results.save(results, tmp_path / "results",
+                     file.relative_to(tmp_path / "results").as_posix())
+    options = ["--alpha", "0.05", "--threshold", "0.05"]
+    once = evaluation.run_torchpulse(tmp_path, shas, options)
+    assert once.get((noise.benchmark, noise.param)) == [len(shas) - 1]
+    confirmed = evaluation.confirm_torchpulse(tmp_path, shas, truths, options, seed=3)
+    assert (noise.benchmark, noise.param) not in confirmed
+    for t in truths:
+        if t.kind == "step":
+            assert confirmed.get((t.benchmark, t.param)) == [len(shas) - 1], t
+    assert (shas[-1], noise.benchmark) in confirm.read_ledger(tmp_path / "confirmed.txt")
