@@ -151,3 +151,19 @@ def test_the_evaluation_confirms_a_real_step_and_drops_a_slow_run(tmp_path):
         if t.kind == "step":
             assert confirmed.get((t.benchmark, t.param)) == [len(shas) - 1], t
     assert (shas[-1], noise.benchmark) in confirm.read_ledger(tmp_path / "confirmed.txt")
+
+
+def test_disturbed_since_confirms_steps_after_rev_and_refuses_an_unknown_rev(tmp_path, capsys):
+    _, shas = _newest_step_project(tmp_path)
+    hashfile = tmp_path / "hashes.txt"
+    base = ["disturbed", "--config", str(tmp_path / "asv.conf.json"), "--hashfile",
+            str(hashfile), "--confirm", str(tmp_path / "confirmed.txt")]
+    assert exit_code([*base, "--since", "nosuchrev"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--since" in err[0] and not hashfile.exists()
+    assert exit_code([*base, "--since", shas[-2]]) == 0
+    assert hashfile.read_text() == shas[-1] + "\n"
+    # as with alert --since, a step at REV itself is no step "since": nothing to confirm
+    (tmp_path / "confirmed.txt").unlink()
+    assert exit_code([*base, "--since", shas[-1]]) == 0
+    assert hashfile.read_text() == ""

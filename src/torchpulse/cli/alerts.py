@@ -43,9 +43,13 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
     from torchpulse.analysis import alert, confirm, disturbance
 
     done = confirm.read_ledger(Path(args.confirm)) if args.confirm else set()
-    found = alert.run(project(args), machine=args.machine, branch=args.branch)
+    proj = project(args)
+    found = alert.run(proj, machine=args.machine, branch=args.branch, since=args.since)
     history = found.history
     newest = set(history.commits[-args.newest:]) if args.newest else None
+    if args.since:  # alert.run checked that it is on the history; REV itself counts
+        since = set(history.commits[history.position[proj.resolve(args.since)]:])
+        newest = since if newest is None else newest & since
     plan = disturbance.remeasure([c.series for c in found.checked], history.position, newest)
     if plan.commits:
         note("disturbed", f"{len(plan.commits)} commit(s) with {len(plan.benchmarks)} "
@@ -131,6 +135,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "(default: the config's first branch)")
     p.add_argument("--newest", type=positive_int, metavar="N",
                    help="only the newest N commits of the branch (default: all)")
+    p.add_argument("--since", metavar="REV", help="only REV and the commits after it (its "
+                   "disturbed points; a step, as with alert --since, only after REV)")
     p.add_argument("--hashfile", metavar="FILE", help="write the commits here, one full sha "
                    "a line")
     p.add_argument("--confirm", metavar="LEDGER", help="also the benchmarks whose active "
