@@ -7,7 +7,9 @@ of the patterns real histories show and no regression is: a short dip that recov
 levels the series toggles between, and orders-of-magnitude jumps that come back. The
 noise imitates real benchmark runs: several samples per commit with a within-run spread, a
 level of its own for every run (between-run jitter, now and then a slow run), and single
-samples hit by an interrupt.
+samples hit by an interrupt. Ten series make one asv benchmark (its parameters), and
+``remeasure`` runs benchmarks again at a commit as asv run does, to replay make dashboard's
+second measurement of a step seen in one run.
 """
 
 from __future__ import annotations
