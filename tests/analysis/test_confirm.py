@@ -37,24 +37,25 @@ def test_a_step_at_the_newest_commit_alone_is_seen_once():
     assert all(c.status == REGRESSION for c in by.values())
     assert confirm.seen_once(by["bench_rnns.LSTM.time_forward"]) == "c11"
     assert confirm.seen_once(by["bench_cnns.ResNet.time_forward"]) is None  # two runs agree
-    plan = confirm.plan(found, set())
+    pending = confirm.due(found, set())
+    plan = confirm.plan(pending, found.history.position)
     assert plan.commits == ("c11",) and plan.benchmarks == ("bench_rnns.LSTM.time_forward",)
-    assert confirm.pairs(plan, found) == {("c11", "bench_rnns.LSTM.time_forward")}
+    assert pending == {("c11", "bench_rnns.LSTM.time_forward")}
 
 
 def test_measured_again_already_imported_or_outside_the_window_is_not_planned():
     found = report(series(QUIET[:-1] + [0.015]),
                    series(QUIET[:-1] + [0.015], name="external.pep.time_x", seconds=None))
     assert confirm.seen_once(found.checked[1]) is None  # an import: no asv job to re-run
-    assert confirm.plan(found, {("c11", "bench_rnns.LSTM.time_forward")}).commits == ()
-    assert confirm.plan(found, set(), commits={"c10"}).commits == ()
+    assert confirm.due(found, {("c11", "bench_rnns.LSTM.time_forward")}) == set()
+    assert confirm.due(found, set(), commits={"c10"}) == set()
 
 
 def test_a_disturbed_newest_point_is_left_to_the_canary():
     # the newest point is left out of detection: the step then rests on nothing
     found = report(series(QUIET[:-1] + [0.015], disturbed={N - 1}))
     assert found.checked[0].status != REGRESSION
-    assert confirm.plan(found, set()).commits == ()
+    assert confirm.due(found, set()) == set()
 
 
 def test_ledger_round_trip_and_malformed_lines(tmp_path):

@@ -44,32 +44,20 @@ def seen_once(checked: Checked) -> str | None:
     return checked.alert.commit
 
 
-def plan(report: Report, done: Ledger, commits: set[str] | None = None) -> Remeasure:
-    """The commits (among ``commits``, default all) and benchmarks to measure again because
-    a step there was seen in one run only, leaving out what ``done`` says was measured
-    again already."""
-    found: set[str] = set()
-    names: set[str] = set()
-    for c in report.checked:
-        commit = seen_once(c)
-        name = c.series.key.benchmark
-        if commit is None or (commit, name) in done:
-            continue
-        if commits is None or commit in commits:
-            found.add(commit)
-            names.add(name)
-    order = report.history.position if report.history is not None else {}
-    return Remeasure(tuple(sorted(found, key=lambda c: order.get(c, -1))),
-                     tuple(sorted(names)))
-
-
-def pairs(planned: Remeasure, report: Report) -> Ledger:
-    """The (commit, benchmark) pairs ``planned`` measures again: those of the series seen
-    once, not every benchmark at every planned commit."""
-    wanted = set(planned.benchmarks)
+def due(report: Report, done: Ledger, commits: set[str] | None = None) -> Ledger:
+    """The (commit, benchmark) pairs of the series whose step was seen in one run only, at
+    ``commits`` (default all), leaving out what ``done`` says was measured again already."""
     return {(commit, c.series.key.benchmark) for c in report.checked
-            if (commit := seen_once(c)) in planned.commits
-            and c.series.key.benchmark in wanted}
+            if (commit := seen_once(c)) is not None
+            and (commits is None or commit in commits)
+            and (commit, c.series.key.benchmark) not in done}
+
+
+def plan(pending: Ledger, order: dict[str, int]) -> Remeasure:
+    """What measures ``pending`` again: its commits (ordered by ``order``, a commit's
+    position in the history) and benchmarks."""
+    return Remeasure(tuple(sorted({c for c, _ in pending}, key=order.__getitem__)),
+                     tuple(sorted({name for _, name in pending})))
 
 
 def read_ledger(path: Path) -> Ledger:

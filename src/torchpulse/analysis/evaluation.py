@@ -270,7 +270,6 @@ def run_detectors(project: Path, truths: list[Truth], alert_options: list[str],
     timings["torchpulse"] += timings["torchpulse, one run"]
     order = [n for n in DETECTORS if n in found]
     return {n: found[n] for n in order}, {n: timings[n] for n in order}
-    return found, timings
 
 
 def report(title: str, scores: dict[str, dict[tuple, Score]],

@@ -55,7 +55,8 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
         note("disturbed", f"{len(plan.commits)} commit(s) with {len(plan.benchmarks)} "
                           "benchmark(s) measured on a disturbed machine: "
                           + ", ".join(c[:8] for c in plan.commits))
-    once = confirm.plan(found, done, newest) if args.confirm else disturbance.Remeasure((), ())
+    pending = confirm.due(found, done, newest) if args.confirm else set()
+    once = confirm.plan(pending, history.position)
     if once.commits:
         note("disturbed", f"{len(once.benchmarks)} benchmark(s) with a step seen in one run "
                           "only, to be confirmed by a second measurement at "
@@ -66,7 +67,7 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
     if once.commits:
         # recorded before the re-run: each step is measured again once, even when the
         # re-run fails (asv's error then stops make dashboard)
-        write_output(confirm.ledger_text(done | confirm.pairs(once, found)), args.confirm)
+        write_output(confirm.ledger_text(done | pending), args.confirm)
     if plan.commits:
         print(plan.bench_regex())
     return EXIT_OK
