@@ -10,6 +10,7 @@ from asv.results import Results
 from clirun import exit_code
 
 from torchpulse.analysis import disturbance, summary, synthetic
+from torchpulse.analysis import report as report_formats
 from torchpulse.analysis.alert import OK, REGRESSION, evaluate
 from torchpulse.analysis.detect import Point
 from torchpulse.analysis.series import Series, SeriesKey
@@ -177,12 +178,31 @@ def test_a_step_behind_a_disturbed_commit_is_located_to_a_range():
     (alert,) = report.alerts
     assert (alert.previous_commit, alert.commit) == ("c7", "c10")  # c8 and c9 lie between
     assert alert.ratio == pytest.approx(1.5, rel=0.01)
+    # every format says the step may lie at the disturbed commits too, and how to find it
+    assert alert.disturbed_before == ("c8", "c9") and alert.culprits == ("c10",)
+    text = report_formats.to_text(report)
+    assert "2 commit(s) before it measured on a disturbed machine; find the culprit: " \
+        "torchpulse bisect c7 c10 " in text, text
+    data = json.loads(report_formats.to_json(report))["alerts"][0]
+    assert data["disturbed_before"] == ["c8", "c9"] and data["unmeasured_commits"] == 2
+    assert data["bisect"].startswith("torchpulse bisect c7 c10 ")
+    assert "2 commit(s) before `c10` measured on a disturbed machine" in \
+        report_formats.to_markdown(report)
+    assert "at c10 or at c8, c9 (measured on a disturbed machine)" in \
+        report_formats.to_github(report)
+    (row,) = page._alert_rows([alert], {})
+    assert 'title="c8">c8</code>, <code title="c9">c9</code> between, measured on a ' \
+        "disturbed machine" in row
+    # and a step whose own commit ran undisturbed names nothing more
+    plain = evaluate([workload(values, [None] * n)], _history(n))
+    assert plain.alerts[0].disturbed_before == ()
+    assert "disturbed" not in report_formats.to_text(plain).split("status:")[0]
 
 
-def _timed_project(path, slow: bool):
+def _timed_project(path, slow: bool, late_from: int = 2, slow_only: int | None = None):
     """A synthetic project whose runs carry asv's timestamps: per commit a canary, then a
-    workload job; the newest two commits are 40 % slower, their canary twice as slow when
-    ``slow`` (a busy machine)."""
+    workload job; the newest ``late_from`` commits are 40 % slower, their canary twice as
+    slow when ``slow`` (a busy machine), or only the canary of commit ``slow_only``."""
     synthetic.build(path, commits=9, per_cell=1, noise_series=1, seed=2, kinds=("noise",))
     shas = synthetic.history(path)
     base = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
@@ -190,9 +210,10 @@ def _timed_project(path, slow: bool):
     for c, sha in enumerate(shas):
         file = folder / f"{sha[:8]}-{synthetic.ENV}.json"
         results = Results.load(str(file), machine_name=synthetic.MACHINE)
-        late = c >= len(shas) - 2
+        late = c >= len(shas) - late_from
         value = 0.014 if late else 0.010
-        reading = LEVEL * (2.0 if late and slow else 1.0)
+        busy = c == slow_only if slow_only is not None else late and slow
+        reading = LEVEL * (2.0 if busy else 1.0)
         at = base + datetime.timedelta(minutes=2 * c)
         for name, v, offset in ((CANARY, reading, 0), ("bench_rnns.LSTM.time_forward", value, 5),
                                 ("bench_rnns.MachineCanaryAfter.track_x", reading, 20)):
@@ -203,6 +224,13 @@ def _timed_project(path, slow: bool):
                                _result(v, samples), started_at=at + datetime.timedelta(
                                    seconds=offset), duration=10.0, record_samples=True)
         results.save(str(path / "results"))
+    # declared, as asv run would, so asv publish draws their graphs
+    declared = json.loads((path / "results" / "benchmarks.json").read_text())
+    for name in (CANARY, "bench_rnns.LSTM.time_forward",
+                 "bench_compile." + disturbance.CANARY_METHOD):
+        declared[name] = {"name": name, "params": [], "param_names": [], "type": "time",
+                          "unit": "seconds", "version": "1", "code": "", "timeout": 60.0}
+    (path / "results" / "benchmarks.json").write_text(json.dumps(declared))
     return shas
 
 
@@ -238,6 +266,29 @@ def test_alert_json_and_page_say_the_same(tmp_path, capsys, slow):
     assert (f"machine canary on {synthetic.MACHINE}/{synthetic.ENV}: 18 readings at 2 "
             "place(s), usually 17 ms, ") in text
     assert ("4 slow (over +25%) at " in text) == slow, text
+
+
+def test_a_step_at_a_disturbed_commit_is_a_range_on_every_page(tmp_path, capsys):
+    """The step's own commit ran on a busy machine: the alert, the summary page and asv's
+    Regressions tab all give the range from the commit before it to the first undisturbed
+    commit at the new level."""
+    shas = _timed_project(tmp_path, slow=False, late_from=3, slow_only=6)
+    conf = str(tmp_path / "asv.conf.json")
+    assert exit_code(["alert", "--config", conf, "--format", "json"]) == 1
+    (alert,) = [a for a in json.loads(capsys.readouterr().out)["alerts"]
+                if a["benchmark"] == "bench_rnns.LSTM.time_forward"]
+    assert (alert["previous_commit"], alert["commit"]) == (shas[5], shas[7])
+    assert alert["disturbed_before"] == [shas[6]] and alert["bisect"]
+    assert exit_code(["publish", "--config", conf]) == 0
+    html = tmp_path / "html"
+    index = json.loads((html / "index.json").read_text())
+    hashes = [index["revision_to_hash"][str(r)] for r in (
+        json.loads((html / "regressions.json").read_text())["regressions"][0][6][0][:2])]
+    assert hashes == [shas[5], shas[7]]
+    assert f"{shas[5][:8]}..{shas[7][:8]}" in (html / "regressions.xml").read_text()
+    summary_html = (html / page.PAGE).read_text()
+    assert f'title="{shas[6]}">{shas[6][:8]}</code> between, measured on a disturbed' \
+        in summary_html
 
 
 def test_remeasure_names_the_disturbed_commits_benchmarks_and_canaries():

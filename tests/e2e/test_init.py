@@ -81,13 +81,18 @@ def test_init_then_asv_then_alert_names_the_slow_commit(tmp_path):
     # forward and backward both slow down; on a busy machine one of the two series may be
     # too noisy (or too disturbed) for a verdict, so at least one alert, each naming that
     # commit. A shared CI machine can also add a smaller rise elsewhere in a series, which
-    # the alert rightly lists as a further culprit: the slow commit must be among them.
+    # the alert rightly lists as a further culprit: the slow commit must be among them. When
+    # the canary saw the machine disturbed at the slow commit, that point is not counted and
+    # the alert names the range to the next commit (as CI once did): the slow commit must
+    # then be one of the disturbed commits it says lie between.
     timed = ("bench_model.Tiny.time_forward", "bench_model.Tiny.time_backward")
     tiny = [a for a in report["alerts"] if a["benchmark"] in timed]
     order = {sha: i for i, sha in enumerate(shas)}
-    named = [(a["benchmark"], [order.get(c) for c in a["culprits"]]) for a in tiny]
+    named = [(a["benchmark"], [order.get(c) for c in a["culprits"]],
+              [order.get(c) for c in a["disturbed_before"]]) for a in tiny]
     assert tiny, report["alerts"]
-    assert all(shas[SLOW_AT] in a["culprits"] for a in tiny), named
+    assert all(shas[SLOW_AT] in (*a["culprits"], *a["disturbed_before"]) for a in tiny), named
+    assert all(order[a["previous_commit"]] < SLOW_AT for a in tiny), named
     assert all(a["ratio"] > 1.5 for a in tiny), [(a["benchmark"], a["ratio"]) for a in tiny]
 
 

@@ -43,6 +43,9 @@ class Alert:
     pvalue: float | None
     culprits: tuple[str, ...] = ()  # every commit where the level rose, ``commit`` first
     noisy: bool = False  # on an unstable series, a step that clearly exceeds its noise
+    # commits between ``previous_commit`` and ``commit`` measured on a disturbed machine (not
+    # counted): the step may lie at any of them as well as at ``commit``
+    disturbed_before: tuple[str, ...] = ()
 
     @property
     def ratio(self) -> float:
@@ -152,6 +155,15 @@ def _regression_alert(series: Series, regression: Regression) -> Alert:
                  tuple(pts[i].commit for i in regression.culprits), regression.noisy)
 
 
+def _behind(series: Series, alert: Alert) -> Alert:
+    """``alert`` with the disturbed commits of ``series`` that lie between its previous
+    commit and its own."""
+    commits = [p.commit for p in series.points]
+    start, end = commits.index(alert.previous_commit), commits.index(alert.commit)
+    between = tuple(p.commit for p in series.points[start + 1:end] if p.disturbed)
+    return dataclasses.replace(alert, disturbed_before=between) if between else alert
+
+
 def _status(verdict: SeriesVerdict, points: int, alert: Alert | None) -> str:
     if points < MIN_POINTS:
         return TOO_FEW
@@ -186,12 +198,13 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
     checked: list[Checked] = []
     alerts: list[Alert] = []
     for s, u, verdict in verdicts:
-        active = [_regression_alert(u, r) for r in verdict.active if r.pvalue <= cutoff]
+        active = [_behind(s, _regression_alert(u, r)) for r in verdict.active
+                  if r.pvalue <= cutoff]
         alert = next((a for a in active if recent(a)), None)
         checked.append(Checked(s, verdict, _status(verdict, len(u.points), alert), alert))
         if history_mode:
-            alerts += [a for a in (_change_alert(u, cp) for cp in verdict.change_points)
-                       if recent(a)]
+            alerts += [a for a in (_behind(s, _change_alert(u, cp))
+                                   for cp in verdict.change_points) if recent(a)]
         elif alert is not None:
             alerts.append(alert)
     alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))

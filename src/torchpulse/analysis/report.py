@@ -63,6 +63,18 @@ def unmeasured(report: Report, alert: Alert) -> int:
     return max(0, position[alert.commit] - position[alert.previous_commit] - 1)
 
 
+def gap_text(report: Report, alert: Alert, it: str = "it") -> str:
+    """What lies between the alert's commit and the measured one before it: '2 unmeasured
+    commit(s) before it', or that some were measured on a disturbed machine (not counted),
+    so the step may lie at those as well."""
+    n, k = unmeasured(report, alert), len(alert.disturbed_before)
+    if not k:
+        return f"{n} unmeasured commit(s) before {it}"
+    if k >= n:
+        return f"{k} commit(s) before {it} measured on a disturbed machine"
+    return f"{n} commit(s) before {it} unmeasured or measured on a disturbed machine ({k})"
+
+
 def bisect_command(report: Report, alert: Alert) -> str | None:
     """The command that finds the culprit among unmeasured commits, when there are any and
     the series is one torchpulse measures (not an imported one)."""
@@ -140,7 +152,8 @@ def to_json(report: Report) -> str:
         "culprits": list(a.culprits), "before": a.before, "after": a.after,
         "ratio": _finite(a.ratio), "unit": a.unit, "pvalue": a.pvalue,
         "direction": a.direction, "noisy": a.noisy,
-        "unmeasured_commits": unmeasured(report, a), "bisect": bisect_command(report, a),
+        "unmeasured_commits": unmeasured(report, a),
+        "disturbed_before": list(a.disturbed_before), "bisect": bisect_command(report, a),
     } for a in report.alerts]
     verdicts = [{
         "benchmark": c.series.key.benchmark, "params": list(c.series.key.params),
@@ -181,8 +194,7 @@ def to_text(report: Report) -> str:
             lines.append("              on a noisy series: the step clearly exceeds its noise")
         command = bisect_command(report, a)
         if command:
-            lines.append(f"              {unmeasured(report, a)} unmeasured commit(s) before "
-                         f"it; find the culprit: {command}")
+            lines.append(f"              {gap_text(report, a)}; find the culprit: {command}")
     lines.append(f"status: {counts(report)}")
     lines += canary_lines(report)
     noisiest = _noisiest(report)
@@ -219,9 +231,8 @@ def to_markdown(report: Report) -> str:
         for a in alerts:
             command = bisect_command(report, a)
             if command:
-                lines += [f"{unmeasured(report, a)} unmeasured commit(s) before "
-                          f"`{commit[:12]}`; to find the culprit of {_md(_name(a))}: "
-                          f"{_md(command)}", ""]
+                lines += [f"{gap_text(report, a, f'`{commit[:12]}`')}; to find the culprit "
+                          f"of {_md(_name(a))}: {_md(command)}", ""]
     if not report.alerts:
         lines += ["No regression is active at the newest commit.", ""]
     if report.canary.levels:
@@ -244,7 +255,10 @@ def to_github(report: Report) -> str:
         lines.append(f"::{level} title={_escape(a.direction.capitalize())} "
                      f"{_escape(change(a))}::{_escape(_name(a))} on {_escape(a.key.machine)}/"
                      f"{_escape(a.key.env)}: {_escape(human(a.before, a.unit))} -> "
-                     f"{_escape(human(a.after, a.unit))} at {a.commit[:12]} (p={_p(a)})")
+                     f"{_escape(human(a.after, a.unit))} at {a.commit[:12]}"
+                     + (f" or at {', '.join(c[:12] for c in a.disturbed_before)} (measured on "
+                        "a disturbed machine)" if a.disturbed_before else "")
+                     + f" (p={_p(a)})")
     if report.disturbed_points:
         said = "; ".join(canary_lines(report))
         lines.append(f"::warning title=Disturbed machine::{_escape(said)}")

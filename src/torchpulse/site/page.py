@@ -72,7 +72,9 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]]) -> list[
             f'<td><a href="{escape(url)}">{escape(name)}</a></td><td>{escape(a.key.env)}</td>'
             f"<td>{_commit(a.commit)} (after {_commit(a.previous_commit)})"
             + (f"; culprits {', '.join(_commit(c) for c in a.culprits)}"
-               if len(a.culprits) > 1 else "") + "</td>"
+               if len(a.culprits) > 1 else "")
+            + (f"; {', '.join(_commit(c) for c in a.disturbed_before)} between, measured on a "
+               "disturbed machine" if a.disturbed_before else "") + "</td>"
             f'<td class="num">{escape(human(a.before, a.unit))}</td>'
             f'<td class="num">{escape(human(a.after, a.unit))}</td>'
             f'<td class="num">{"n/a" if a.pvalue is None else f"{a.pvalue:.2g}"}</td></tr>')

@@ -5,7 +5,8 @@ html/regressions.xml (its Atom feed). That detector flags every jump of a noisy 
 the tab and torchpulse's report would disagree. After asv publishes, both files are
 rewritten here from torchpulse's report: the same active regressions, in asv's own format,
 so asv's page draws them (one row per regression: its culprit commit, or the range from the
-commit before the first culprit to the last, and the net change).
+commit before the first culprit to the last, and the net change; a range too when commits
+measured on a disturbed machine lie just before the culprit, as the step may be at those).
 
 asv's site format (graph paths, the feed) comes from asv itself: this module and
 results/asv_results.py are where torchpulse touches asv's code.
@@ -60,7 +61,9 @@ def _entry(alert: Alert, series: Series, index: dict, revision: dict[str, int],
         j = combos.index(alert.key.params)
     if alert.commit not in revision or alert.culprits[-1] not in revision:
         return None
-    if len(alert.culprits) > 1 and alert.previous_commit in revision:
+    # a range when the rise spans several commits or may lie at a disturbed one before it
+    if (len(alert.culprits) > 1 or alert.disturbed_before) and \
+            alert.previous_commit in revision:
         jump = [revision[alert.previous_commit], revision[alert.culprits[-1]]]
     else:
         jump = [None, revision[alert.commit]]
@@ -84,6 +87,8 @@ def _feed_entry(alert: Alert, row: list, index: dict) -> FeedEntry:
     when = datetime.datetime.fromtimestamp(index["revision_to_date"][str(rev2)] / 1000,
                                            datetime.timezone.utc)
     commits = ", ".join(c[:8] for c in alert.culprits)
+    if rev1 is not None and alert.disturbed_before:
+        commits = f"{alert.previous_commit[:8]}..{alert.culprits[-1][:8]}"
     summary = (f'<a href="{html.escape(link)}">{html.escape(change(alert))} regression</a> '
                f"in {html.escape(commits)} (torchpulse alert, p={alert.pvalue:.2g}).<br>"
                f"Now {html.escape(human(alert.after, alert.unit))}, before "
