@@ -108,7 +108,7 @@ def test_init_writes_a_whole_project_or_nothing(tmp_path, monkeypatch):
     assert settings["matrix"]["req"]["torch"] == plan.pins["torch"]
     assert all("--no-deps" in c for c in settings["install_command"])
     wheel = next(w for w in written if w.startswith("wheels/"))
-    assert f"../../../{wheel}" in settings["install_command"][1]
+    assert f"{{wheel_file}} ../../../{wheel}" in settings["install_command"][0]
     assert (tmp_path / "proj" / wheel).is_file()
     assert "MachineCanary" in (tmp_path / "proj" / "benchmarks" / "_canary.py").read_text()
 

@@ -125,9 +125,10 @@ def config(p: Plan, wheel_name: str) -> dict:
         "matrix": {"req": p.pins},
         "build_command": ["python -m pip wheel --no-deps --no-build-isolation --no-index "
                           "-w {build_cache_dir} {build_dir}"],
+        # one pip process for both wheels: pip's start-up is a second or two a commit
         "install_command": [
-            "in-dir={env_dir} python -m pip install --no-deps --force-reinstall {wheel_file}",
-            f"in-dir={{env_dir}} python -m pip install --no-deps --force-reinstall {wheel}"],
+            f"in-dir={{env_dir}} python -m pip install --no-deps --force-reinstall "
+            f"{{wheel_file}} {wheel}"],
         "uninstall_command": ["return-code=any python -m pip uninstall -y {project}"],
         "benchmark_dir": "benchmarks",
         "env_dir": ".asv/env",
