@@ -176,6 +176,33 @@ def test_toggling_between_two_levels_is_unstable_not_a_regression():
     assert verdict.noise.mde >= 0.15
 
 
+def test_a_toggle_whose_low_runs_since_the_baseline_are_short_is_unstable():
+    # the only stable low level is the first: every later return to it is short, so the
+    # high level was reached, left back to the baseline's level and reached again since it
+    runs = [(1.0, 16), (1.13, 12), (1.0, 4), (1.13, 15), (1.0, 4), (1.13, 3), (1.0, 3),
+            (1.13, 3)]
+    verdict = analyse(make(levels_of(*runs)))
+    assert verdict.active == () and verdict.noise.toggling
+
+
+def test_a_toggle_ending_between_its_levels_is_unstable():
+    # the newest runs sit between the two levels; the high level reached since the baseline
+    # was held (and left) before it
+    runs = [(1.0, 16), (1.07, 6), (0.98, 5), (1.07, 4), (0.99, 5), (1.07, 3), (0.984, 8),
+            (1.07, 7), (1.027, 6)]
+    verdict = analyse(make(levels_of(*runs)))
+    assert verdict.active == () and verdict.noise.toggling
+
+
+def test_a_rise_after_an_excursion_is_measured_from_the_level_just_before_it():
+    # 1000x down and back, 100x up and back, a long quiet level, then a 20 % step: the
+    # regression starts at the step, not at the excursion up (which came back down)
+    history = levels_of((1.0, 8), (1e-3, 4), (0.99, 5), (100.0, 4), (1.0, 30), (1.2, 4))
+    (active,) = analyse(make(history)).active
+    assert active.index == 51 and active.culprits == (51,)
+    assert active.ratio == pytest.approx(1.2, rel=0.03)
+
+
 def test_orders_of_magnitude_dip_and_return_raise_nothing():
     history = levels_of((1.0, 25), (1e-3, 2), (1.0, 15), (1e-3, 4), (1.0, 10))
     verdict = analyse(make(history))

@@ -25,8 +25,9 @@ The model (why it looks like this):
   stable level (a segment of at least STABLE_COMMITS commits) before the rise. Shorter
   segments in between (a dip, a blip) are stepped over, so a return from a dip is never a
   regression and the size reported is the net change against the baseline. Every rise on the
-  way is a culprit. A series whose newest level is one it held before and left again
-  toggles between levels: it is unstable, and not alerted on.
+  way is a culprit. A series that reached a level since its baseline (by a step worth an
+  alert, or the newest level) which it had held before and left again, back to the
+  baseline's level, toggles between levels: it is unstable, and not alerted on.
 * Series with a zero among their values (failure rates) are analysed on a linear scale; all
   others on a log scale.
 """
@@ -380,7 +381,10 @@ def analyse(points: Sequence[Point], alpha: float = 0.01,
         if n > MDE_COMMITS_AFTER else math.inf
     last = len(means) - 1
     baseline = _baseline(means, edges, last) if last >= 1 else None
-    toggle = _toggle_amplitude(means, baseline) if last >= 2 else None
+    toggle = None
+    if baseline is not None and last >= 2:
+        worth = threshold * abs(means[baseline]) if linear else math.log1p(threshold)
+        toggle = _toggle_amplitude(means, baseline, worth)
     if toggle is not None:
         mde = max(mde, _relative(toggle, ref) if linear else math.expm1(toggle))
     noise = Noise(cv=_relative(sigma, ref), within_cv=within_cv and _relative(within_cv, ref),
@@ -417,22 +421,32 @@ def _baseline(means: Sequence[float], edges: Sequence[int], last: int) -> int | 
         return None
     b = below[0]
     for i in stable[stable.index(b) + 1:]:
-        if means[i] >= means[b]:
+        # a climb: lower and older, and nothing between went above the newest level (a
+        # 100x excursion up and back between two quiet levels is not a climb)
+        if means[i] >= means[b] or max(means[i + 1:b], default=-math.inf) > means[last]:
             break
         b = i
     return b
 
 
-def _toggle_amplitude(means: Sequence[float], b: int | None) -> float | None:
-    """When the newest level (within a quarter of the step) was held before the baseline
-    ``b`` and left again, the series toggles between levels: the size of the move, else
-    None."""
-    if b is None:
-        return None
-    step = means[-1] - means[b]
-    if any(abs(means[j] - means[-1]) <= step / 4.0 for j in range(b)):
-        return step
-    return None
+def _toggle_amplitude(means: Sequence[float], b: int, worth: float) -> float | None:
+    """When the series toggles between levels, the size of the move, else None. It toggles
+    when a level it reached since the baseline ``b`` (the newest, or any at least ``worth``
+    above the baseline) was held before and left again: before the baseline, or since it
+    with a return to the baseline's level in between. Levels match within a quarter of the
+    move."""
+    last = len(means) - 1
+    amplitude = None
+    for j in range(b + 1, last + 1):
+        step = means[j] - means[b]
+        if step <= 0 or (j < last and step < worth):
+            continue
+        near = step / 4.0
+        back = [k for k in range(j) if k >= b and abs(means[k] - means[b]) <= near]
+        if any(abs(means[i] - means[j]) <= near and any(i < k for k in back)
+               for i in range(j) if i != b):
+            amplitude = max(step, amplitude or 0.0)
+    return amplitude
 
 
 def _active(tester: _Tester, means: Sequence[float], edges: Sequence[int], keep: np.ndarray,
