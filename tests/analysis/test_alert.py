@@ -24,7 +24,8 @@ def test_json_contract_and_planted_steps(alert_project, tmp_path, capsys):
     for a in data["alerts"]:
         assert set(a) == {"benchmark", "params", "machine", "env", "commit", "previous_commit",
                           "culprits", "before", "after", "ratio", "unit", "pvalue", "direction",
-                          "noisy", "unmeasured_commits", "disturbed_before", "bisect"}
+                          "noisy", "unmeasured_commits", "disturbed_before", "confirmed",
+                          "bisect"}
         assert a["direction"] == "regression" and a["ratio"] > 1 and a["unit"] == "seconds"
         assert a["culprits"][0] == a["commit"]
         assert a["ratio"] == pytest.approx(a["after"] / a["before"])

@@ -1,18 +1,21 @@
 """Steps seen in one run only: which series need a second measurement, the ledger that makes
 it happen once, `torchpulse disturbed --confirm`, and the evaluation's model of it."""
 
+import json
 import re
 
 import numpy as np
 import pytest
 from clirun import exit_code
 
-from torchpulse.analysis import confirm, evaluation, synthetic
+from torchpulse.analysis import confirm, evaluation, ledger, summary, synthetic
 from torchpulse.analysis.alert import REGRESSION, evaluate
 from torchpulse.analysis.detect import Point
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.results import asv_results
 from torchpulse.results.gitrepo import History
+from torchpulse.results.project import Project
+from torchpulse.site import page
 
 N = 12
 QUIET = [0.010 * (1 + 0.01 * ((i * 7) % 5 - 2)) for i in range(N)]
@@ -61,13 +64,13 @@ def test_a_disturbed_newest_point_is_left_to_the_canary():
 def test_ledger_round_trip_and_malformed_lines(tmp_path):
     done = {("a" * 40, "bench_x.T.time_y"), ("b" * 40, "bench_x.T.time_z")}
     path = tmp_path / "confirmed.txt"
-    assert confirm.read_ledger(path) == set()
-    path.write_text(confirm.ledger_text(done))
-    assert confirm.read_ledger(path) == done
+    assert ledger.read_ledger(path) == set()
+    path.write_text(ledger.ledger_text(done))
+    assert ledger.read_ledger(path) == done
     for bad in ("abc bench_x.T.time_y\n", f"{'a' * 40}\n", f"{'a' * 40} x y\n"):
         path.write_text(bad)
-        with pytest.raises(confirm.LedgerError, match=r"confirmed.txt:1: not a 'sha"):
-            confirm.read_ledger(path)
+        with pytest.raises(ledger.LedgerError, match=r"confirmed.txt:1: not a 'sha"):
+            ledger.read_ledger(path)
 
 
 def _newest_step_project(path):
@@ -80,14 +83,14 @@ def _newest_step_project(path):
 def test_disturbed_confirm_plans_each_step_once(tmp_path, capsys):
     truths, shas = _newest_step_project(tmp_path)
     conf = str(tmp_path / "asv.conf.json")
-    ledger, hashfile = tmp_path / "confirmed.txt", tmp_path / "hashes.txt"
+    ledger_file, hashfile = tmp_path / "confirmed.txt", tmp_path / "hashes.txt"
     argv = ["disturbed", "--config", conf, "--hashfile", str(hashfile), "--confirm",
-            str(ledger)]
+            str(ledger_file)]
     assert exit_code(argv) == 0
     out, err = capsys.readouterr()
     steps = {t.benchmark for t in truths if t.kind == "step"}
     assert hashfile.read_text() == shas[-1] + "\n"
-    assert {name for _, name in confirm.read_ledger(ledger)} == steps
+    assert {name for _, name in ledger.read_ledger(ledger_file)} == steps
     assert "step seen in one run only" in err
     chosen = re.compile(out.strip())
     assert all(chosen.search(name) for name in steps)
@@ -95,18 +98,18 @@ def test_disturbed_confirm_plans_each_step_once(tmp_path, capsys):
     # the second time, the ledger says they were measured again: nothing to do
     assert exit_code(argv) == 0
     assert capsys.readouterr().out == "" and hashfile.read_text() == ""
-    assert len(confirm.read_ledger(ledger)) == len(steps)
+    assert len(ledger.read_ledger(ledger_file)) == len(steps)
 
 
 def test_a_malformed_ledger_is_one_line_and_nothing_is_written(tmp_path, capsys):
     _newest_step_project(tmp_path)
-    ledger, hashfile = tmp_path / "confirmed.txt", tmp_path / "hashes.txt"
-    ledger.write_text("not a ledger\n")
+    ledger_file, hashfile = tmp_path / "confirmed.txt", tmp_path / "hashes.txt"
+    ledger_file.write_text("not a ledger\n")
     code = exit_code(["disturbed", "--config", str(tmp_path / "asv.conf.json"), "--hashfile",
-                      str(hashfile), "--confirm", str(ledger)])
+                      str(hashfile), "--confirm", str(ledger_file)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "not a 'sha benchmark' line" in err[0]
-    assert not hashfile.exists() and ledger.read_text() == "not a ledger\n"
+    assert not hashfile.exists() and ledger_file.read_text() == "not a ledger\n"
 
 
 def test_remeasure_redraws_only_the_chosen_benchmarks_at_the_chosen_commit(tmp_path):
@@ -151,7 +154,7 @@ def test_the_evaluation_confirms_a_real_step_and_drops_a_slow_run(tmp_path):
     for t in truths:
         if t.kind == "step":
             assert confirmed.get((t.benchmark, t.param)) == [len(shas) - 1], t
-    assert (shas[-1], noise.benchmark) in confirm.read_ledger(tmp_path / "confirmed.txt")
+    assert (shas[-1], noise.benchmark) in ledger.read_ledger(tmp_path / "confirmed.txt")
 
 
 def test_disturbed_since_confirms_steps_after_rev_and_refuses_an_unknown_rev(tmp_path, capsys):
@@ -168,3 +171,37 @@ def test_disturbed_since_confirms_steps_after_rev_and_refuses_an_unknown_rev(tmp
     (tmp_path / "confirmed.txt").unlink()
     assert exit_code([*base, "--since", shas[-1]]) == 0
     assert hashfile.read_text() == ""
+
+
+def test_a_step_measured_twice_says_so_in_every_format(tmp_path, capsys):
+    truths, shas = _newest_step_project(tmp_path)
+    steps = sorted(t.benchmark for t in truths if t.kind == "step")
+    conf = str(tmp_path / "asv.conf.json")
+    # the ledger make dashboard keeps beside the config: the first step's benchmark was
+    # measured again at the newest commit (and the step showed again)
+    (tmp_path / ".asv").mkdir()
+    (tmp_path / ".asv" / "confirmed.txt").write_text(ledger.ledger_text({(shas[-1], steps[0])}))
+    assert exit_code(["alert", "--config", conf, "--format", "json"]) == 1
+    alerts = json.loads(capsys.readouterr().out)["alerts"]
+    said = {a["benchmark"]: a["confirmed"] for a in alerts}
+    assert set(said) == set(steps) and said[steps[0]] and not any(
+        said[name] for name in steps[1:])
+    assert exit_code(["alert", "--config", conf]) == 1
+    text = capsys.readouterr().out
+    assert text.count(f"measured twice at {shas[-1][:8]}: the step showed again") == 1
+    for fmt in ("markdown", "github"):
+        assert exit_code(["alert", "--config", conf, "--format", fmt]) == 1
+        assert capsys.readouterr().out.count("measured twice") == 1, fmt
+    html = page.render(summary.build(Project.load(tmp_path / "asv.conf.json")))
+    assert html.count("(measured twice)</td>") == 1
+    # another ledger, named: it is the one read
+    other = tmp_path / "other.txt"
+    other.write_text("")
+    assert exit_code(["alert", "--config", conf, "--format", "json",
+                      "--confirmed", str(other)]) == 1
+    assert not any(a["confirmed"] for a in json.loads(capsys.readouterr().out)["alerts"])
+    # a malformed ledger is bad input: one line, exit 2
+    other.write_text("half a line\n")
+    assert exit_code(["alert", "--config", conf, "--confirmed", str(other)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "other.txt:1: not a 'sha benchmark' line" in err[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_THRESHOLD
 from torchpulse.analysis.detect import (
@@ -17,6 +18,8 @@ from torchpulse.analysis.detect import (
     benjamini_hochberg,
 )
 from torchpulse.analysis.disturbance import Canary, assess
+from torchpulse.analysis.ledger import DEFAULT as DEFAULT_LEDGER
+from torchpulse.analysis.ledger import Ledger, read_ledger
 from torchpulse.analysis.series import Series, SeriesError, SeriesKey, load_series
 from torchpulse.results.gitrepo import GitError, History
 from torchpulse.results.project import Project
@@ -46,6 +49,9 @@ class Alert:
     # commits between ``previous_commit`` and ``commit`` measured on a disturbed machine (not
     # counted): the step may lie at any of them as well as at ``commit``
     disturbed_before: tuple[str, ...] = ()
+    # measured once more at ``commit`` because the step rested on one run, and it showed
+    # again (the confirmation ledger, torchpulse.analysis.confirm)
+    confirmed: bool = False
 
     @property
     def ratio(self) -> float:
@@ -175,13 +181,14 @@ def _status(verdict: SeriesVerdict, points: int, alert: Alert | None) -> str:
 def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_ALPHA,
              threshold: float = DEFAULT_THRESHOLD, since: str | None = None,
              history_mode: bool = False, off_branch_files: int = 0,
-             canary: Canary | None = None) -> Report:
+             canary: Canary | None = None, confirmed: Ledger | None = None) -> Report:
     """Run detection on every series and give each its status. Points flagged disturbed
     are left out of detection (an alert after one names the range from the last undisturbed
     commit). Active regressions pass a Benjamini-Hochberg step at false-discovery rate
     ``alpha`` over all series checked, so a tree of a thousand quiet series does not raise
     the alarms a thousand separate tests would; with ``since``, only those whose first
-    culprit comes after that commit count."""
+    culprit comes after that commit count. An active regression whose (commit, benchmark)
+    is in ``confirmed`` was measured twice there."""
     start = history.position[since] + 1 if since is not None else 0
 
     def recent(alert: Alert) -> bool:
@@ -201,6 +208,8 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
         active = [_behind(s, _regression_alert(u, r)) for r in verdict.active
                   if r.pvalue <= cutoff]
         alert = next((a for a in active if recent(a)), None)
+        if alert is not None and (alert.commit, s.key.benchmark) in (confirmed or ()):
+            alert = dataclasses.replace(alert, confirmed=True)
         checked.append(Checked(s, verdict, _status(verdict, len(u.points), alert), alert))
         if history_mode:
             alerts += [a for a in (_behind(s, _change_alert(u, cp))
@@ -214,8 +223,11 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
 
 def run(project: Project, *, machine: str | None = None, branch: str | None = None,
         since: str | None = None, alpha: float = DEFAULT_ALPHA,
-        threshold: float = DEFAULT_THRESHOLD, history_mode: bool = False) -> Report:
-    """Load the series of ``project``'s results tree and evaluate them."""
+        threshold: float = DEFAULT_THRESHOLD, history_mode: bool = False,
+        ledger: Path | None = None) -> Report:
+    """Load the series of ``project``'s results tree and evaluate them; ``ledger`` (default:
+    the project's, when there is one) says which steps were measured twice."""
+    confirmed = read_ledger(ledger if ledger is not None else project.root / DEFAULT_LEDGER)
     history = project.history(branch)
     since_sha = None
     if since is not None:
@@ -229,4 +241,5 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
     series, off_branch = load_series(project.results_dir, history, machine)
     series, canary = assess(series)
     return evaluate(series, history, alpha=alpha, threshold=threshold, since=since_sha,
-                    history_mode=history_mode, off_branch_files=off_branch, canary=canary)
+                    history_mode=history_mode, off_branch_files=off_branch, canary=canary,
+                    confirmed=confirmed)

@@ -15,21 +15,12 @@ again is reported, not re-measured at every run (which would re-draw it until it
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from torchpulse.analysis.alert import Checked, Report
 from torchpulse.analysis.disturbance import Remeasure
-from torchpulse.errors import TorchpulseError
+from torchpulse.analysis.ledger import Ledger
 
-_SHA = re.compile(r"[0-9a-f]{40}")
 _NAME = re.compile(r"\S+")
-
-
-class LedgerError(TorchpulseError, ValueError):
-    """A ledger file that is not one "sha benchmark" pair a line."""
-
-
-Ledger = set[tuple[str, str]]  # (full commit sha, benchmark name)
 
 
 def seen_once(checked: Checked) -> str | None:
@@ -58,25 +49,3 @@ def plan(pending: Ledger, order: dict[str, int]) -> Remeasure:
     position in the history) and benchmarks."""
     return Remeasure(tuple(sorted({c for c, _ in pending}, key=order.__getitem__)),
                      tuple(sorted({name for _, name in pending})))
-
-
-def read_ledger(path: Path) -> Ledger:
-    """The pairs in ``path`` (none when it does not exist)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return set()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LedgerError(f"{path}: cannot read ({exc})") from None
-    done: Ledger = set()
-    for number, line in enumerate(text.splitlines(), 1):
-        parts = line.split()
-        if (len(parts) != 2 or not _SHA.fullmatch(parts[0])
-                or not _NAME.fullmatch(parts[1])):
-            raise LedgerError(f"{path}:{number}: not a 'sha benchmark' line")
-        done.add((parts[0], parts[1]))
-    return done
-
-
-def ledger_text(done: Ledger) -> str:
-    return "".join(f"{sha} {name}\n" for sha, name in sorted(done))

@@ -50,6 +50,13 @@ def _p(alert: Alert) -> str:
     return "n/a" if alert.pvalue is None else f"{alert.pvalue:.2g}"
 
 
+def qualifiers(alert: Alert) -> str:
+    """What the change cell adds to a change: ' (noisy series, measured twice)'."""
+    said = [text for flag, text in ((alert.noisy, "noisy series"),
+                                    (alert.confirmed, "measured twice")) if flag]
+    return f" ({', '.join(said)})" if said else ""
+
+
 def _name(alert: Alert) -> str:
     key = alert.key
     return key.benchmark + (f"({', '.join(key.params)})" if key.params else "")
@@ -153,7 +160,8 @@ def to_json(report: Report) -> str:
         "ratio": _finite(a.ratio), "unit": a.unit, "pvalue": a.pvalue,
         "direction": a.direction, "noisy": a.noisy,
         "unmeasured_commits": unmeasured(report, a),
-        "disturbed_before": list(a.disturbed_before), "bisect": bisect_command(report, a),
+        "disturbed_before": list(a.disturbed_before), "confirmed": a.confirmed,
+        "bisect": bisect_command(report, a),
     } for a in report.alerts]
     verdicts = [{
         "benchmark": c.series.key.benchmark, "params": list(c.series.key.params),
@@ -192,6 +200,9 @@ def to_text(report: Report) -> str:
                      f"{culprits}")
         if a.noisy:
             lines.append("              on a noisy series: the step clearly exceeds its noise")
+        if a.confirmed:
+            lines.append(f"              measured twice at {a.commit[:8]}: the step showed "
+                         "again")
         command = bisect_command(report, a)
         if command:
             lines.append(f"              {gap_text(report, a)}; find the culprit: {command}")
@@ -225,7 +236,7 @@ def to_markdown(report: Report) -> str:
             culprits = ", ".join(f"`{c[:12]}`" for c in a.culprits)
             lines.append(f"| {_md(_name(a))} | {_md(a.key.machine)} / {_md(a.key.env)} | "
                          f"{human(a.before, a.unit)} | {human(a.after, a.unit)} | "
-                         f"{change(a)}{' (noisy series)' if a.noisy else ''} | {_p(a)} | "
+                         f"{change(a)}{qualifiers(a)} | {_p(a)} | "
                          f"{culprits} |")
         lines.append("")
         for a in alerts:
@@ -258,7 +269,7 @@ def to_github(report: Report) -> str:
                      f"{_escape(human(a.after, a.unit))} at {a.commit[:12]}"
                      + (f" or at {', '.join(c[:12] for c in a.disturbed_before)} (measured on "
                         "a disturbed machine)" if a.disturbed_before else "")
-                     + f" (p={_p(a)})")
+                     + f" (p={_p(a)}{', measured twice' if a.confirmed else ''})")
     if report.disturbed_points:
         said = "; ".join(canary_lines(report))
         lines.append(f"::warning title=Disturbed machine::{_escape(said)}")

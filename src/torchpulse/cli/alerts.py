@@ -29,7 +29,8 @@ def cmd_alert(args: argparse.Namespace) -> int:
 
     found = alert.run(project(args), machine=args.machine, branch=args.branch,
                       since=args.since, alpha=args.alpha, threshold=args.threshold,
-                      history_mode=args.history)
+                      history_mode=args.history,
+                      ledger=Path(args.confirmed) if args.confirmed else None)
     write_output(report.render(found, args.format), args.output)
     if args.output:
         note("alert", f"{len(found.alerts)} "
@@ -40,9 +41,9 @@ def cmd_alert(args: argparse.Namespace) -> int:
 
 
 def cmd_disturbed(args: argparse.Namespace) -> int:
-    from torchpulse.analysis import alert, confirm, disturbance
+    from torchpulse.analysis import alert, confirm, disturbance, ledger
 
-    done = confirm.read_ledger(Path(args.confirm)) if args.confirm else set()
+    done = ledger.read_ledger(Path(args.confirm)) if args.confirm else set()
     proj = project(args)
     found = alert.run(proj, machine=args.machine, branch=args.branch, since=args.since)
     history = found.history
@@ -67,7 +68,7 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
     if once.commits:
         # recorded before the re-run: each step is measured again once, even when the
         # re-run fails (asv's error then stops make dashboard)
-        write_output(confirm.ledger_text(done | pending), args.confirm)
+        write_output(ledger.ledger_text(done | pending), args.confirm)
     if plan.commits:
         print(plan.bench_regex())
     return EXIT_OK
@@ -108,6 +109,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "(the older history still sets each series' noise and baseline)")
     p.add_argument("--history", action="store_true",
                    help="list every change point, old and new, up and down (exit 0)")
+    p.add_argument("--confirmed", metavar="LEDGER", help="the ledger `torchpulse disturbed "
+                   "--confirm` wrote: its steps are reported as measured twice (default: "
+                   ".asv/confirmed.txt beside the config, when it exists)")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), "
                    "markdown, json or github (workflow annotations)")
     add_output(p, "write the report here (default: stdout)")

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from torchpulse.analysis.alert import STATUSES, Alert, Report
 from torchpulse.analysis.detect import MIN_POINTS
-from torchpulse.analysis.report import canary_lines, change, counts, human
+from torchpulse.analysis.report import canary_lines, change, counts, human, qualifiers
 from torchpulse.analysis.series import SeriesKey
 from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 
@@ -68,7 +68,7 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]]) -> list[
         url = _hash_url(a.key, names.get(a.key.benchmark, ()))
         rows.append(
             f'<tr class="alert"><td class="num {"up" if a.ratio > 1 else "down"}">'
-            f"{escape(change(a))}{' (noisy series)' if a.noisy else ''}</td>"
+            f"{escape(change(a) + qualifiers(a))}</td>"
             f'<td><a href="{escape(url)}">{escape(name)}</a></td><td>{escape(a.key.env)}</td>'
             f"<td>{_commit(a.commit)} (after {_commit(a.previous_commit)})"
             + (f"; culprits {', '.join(_commit(c) for c in a.culprits)}"
