@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_THRESHOLD
 from torchpulse.analysis.detect import (
@@ -224,10 +223,11 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
 def run(project: Project, *, machine: str | None = None, branch: str | None = None,
         since: str | None = None, alpha: float = DEFAULT_ALPHA,
         threshold: float = DEFAULT_THRESHOLD, history_mode: bool = False,
-        ledger: Path | None = None) -> Report:
-    """Load the series of ``project``'s results tree and evaluate them; ``ledger`` (default:
-    the project's, when there is one) says which steps were measured twice."""
-    confirmed = read_ledger(ledger if ledger is not None else project.root / DEFAULT_LEDGER)
+        confirmed: Ledger | None = None) -> Report:
+    """Load the series of ``project``'s results tree and evaluate them; ``confirmed`` (default:
+    the project's ledger file, when there is one) says which steps were measured twice."""
+    if confirmed is None:
+        confirmed = read_ledger(project.root / DEFAULT_LEDGER)
     history = project.history(branch)
     since_sha = None
     if since is not None:

@@ -442,9 +442,10 @@ def _toggle_amplitude(means: Sequence[float], b: int, worth: float) -> float | N
         if step <= 0 or (j < last and step < worth):
             continue
         near = step / 4.0
-        back = [k for k in range(j) if k >= b and abs(means[k] - means[b]) <= near]
-        if any(abs(means[i] - means[j]) <= near and any(i < k for k in back)
-               for i in range(j) if i != b):
+        # the last return to the baseline's level before j: the level j reached was held
+        # before it (and so left again) when it was held at some i earlier than that
+        back = max((k for k in range(b, j) if abs(means[k] - means[b]) <= near), default=-1)
+        if any(abs(means[i] - means[j]) <= near for i in range(back) if i != b):
             amplitude = max(step, amplitude or 0.0)
     return amplitude
 

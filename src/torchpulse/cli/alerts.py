@@ -25,12 +25,13 @@ from torchpulse.cli.args import (
 
 
 def cmd_alert(args: argparse.Namespace) -> int:
-    from torchpulse.analysis import alert, report
+    from torchpulse.analysis import alert, ledger, report
 
     found = alert.run(project(args), machine=args.machine, branch=args.branch,
                       since=args.since, alpha=args.alpha, threshold=args.threshold,
                       history_mode=args.history,
-                      ledger=Path(args.confirmed) if args.confirmed else None)
+                      confirmed=ledger.read_ledger(Path(args.confirmed))
+                      if args.confirmed else None)
     write_output(report.render(found, args.format), args.output)
     if args.output:
         note("alert", f"{len(found.alerts)} "
@@ -45,7 +46,9 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
 
     done = ledger.read_ledger(Path(args.confirm)) if args.confirm else set()
     proj = project(args)
-    found = alert.run(proj, machine=args.machine, branch=args.branch, since=args.since)
+    # the ledger read once: what it says was measured again is what the alert marks
+    found = alert.run(proj, machine=args.machine, branch=args.branch, since=args.since,
+                      confirmed=done)
     history = found.history
     newest = set(history.commits[-args.newest:]) if args.newest else None
     if args.since:  # alert.run checked that it is on the history; REV itself counts
