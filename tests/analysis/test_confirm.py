@@ -40,34 +40,37 @@ def test_a_step_at_the_newest_commit_alone_is_seen_once():
     assert all(c.status == REGRESSION for c in by.values())
     assert confirm.seen_once(by["bench_rnns.LSTM.time_forward"]) == "c11"
     assert confirm.seen_once(by["bench_cnns.ResNet.time_forward"]) is None  # two runs agree
-    pending = confirm.due(found, set())
+    pending = confirm.due(found, {})
     plan = confirm.plan(pending, found.history.position)
     assert plan.commits == ("c11",) and plan.benchmarks == ("bench_rnns.LSTM.time_forward",)
-    assert pending == {("c11", "bench_rnns.LSTM.time_forward")}
+    # stamped with the start of the measurement a second one is to replace
+    assert pending == {("c11", "bench_rnns.LSTM.time_forward"): 11000}
 
 
 def test_measured_again_already_imported_or_outside_the_window_is_not_planned():
     found = report(series(QUIET[:-1] + [0.015]),
                    series(QUIET[:-1] + [0.015], name="external.pep.time_x", seconds=None))
     assert confirm.seen_once(found.checked[1]) is None  # an import: no asv job to re-run
-    assert confirm.due(found, {("c11", "bench_rnns.LSTM.time_forward")}) == set()
-    assert confirm.due(found, set(), commits={"c10"}) == set()
+    assert confirm.due(found, {("c11", "bench_rnns.LSTM.time_forward"): 11000}) == {}
+    assert confirm.due(found, {}, commits={"c10"}) == {}
 
 
 def test_a_disturbed_newest_point_is_left_to_the_canary():
     # the newest point is left out of detection: the step then rests on nothing
     found = report(series(QUIET[:-1] + [0.015], disturbed={N - 1}))
     assert found.checked[0].status != REGRESSION
-    assert confirm.due(found, set()) == set()
+    assert confirm.due(found, {}) == {}
 
 
 def test_ledger_round_trip_and_malformed_lines(tmp_path):
-    done = {("a" * 40, "bench_x.T.time_y"), ("b" * 40, "bench_x.T.time_z")}
+    # a line without a stamp (written before stamps were kept) is read as an unknown time
+    done = {("a" * 40, "bench_x.T.time_y"): 1700000000123, ("b" * 40, "bench_x.T.time_z"): None}
     path = tmp_path / "confirmed.txt"
-    assert ledger.read_ledger(path) == set()
+    assert ledger.read_ledger(path) == {}
     path.write_text(ledger.ledger_text(done))
     assert ledger.read_ledger(path) == done
-    for bad in ("abc bench_x.T.time_y\n", f"{'a' * 40}\n", f"{'a' * 40} x y\n"):
+    for bad in ("abc bench_x.T.time_y\n", f"{'a' * 40}\n", f"{'a' * 40} x y\n",
+                f"{'a' * 40} x 12 13\n", f"{'a' * 40} x -5\n"):
         path.write_text(bad)
         with pytest.raises(ledger.LedgerError, match=r"confirmed.txt:1: not a 'sha"):
             ledger.read_ledger(path)
@@ -90,7 +93,13 @@ def test_disturbed_confirm_plans_each_step_once(tmp_path, capsys):
     out, err = capsys.readouterr()
     steps = {t.benchmark for t in truths if t.kind == "step"}
     assert hashfile.read_text() == shas[-1] + "\n"
-    assert {name for _, name in ledger.read_ledger(ledger_file)} == steps
+    written = ledger.read_ledger(ledger_file)
+    assert {name for _, name in written} == steps
+    # each stamped with the start of the measurement stored when it was chosen
+    results = asv_results.load(tmp_path / "results" / asv_results.filename(
+        synthetic.MACHINE, shas[-1], synthetic.ENV), synthetic.MACHINE)
+    assert all(stamp == asv_results.timing(results, name)[0] is not None
+               for (_, name), stamp in written.items())
     assert "step seen in one run only" in err
     chosen = re.compile(out.strip())
     assert all(chosen.search(name) for name in steps)
@@ -108,7 +117,7 @@ def test_a_malformed_ledger_is_one_line_and_nothing_is_written(tmp_path, capsys)
     code = exit_code(["disturbed", "--config", str(tmp_path / "asv.conf.json"), "--hashfile",
                       str(hashfile), "--confirm", str(ledger_file)])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "not a 'sha benchmark' line" in err[0]
+    assert code == 2 and len(err) == 1 and "not a 'sha benchmark started-ms' line" in err[0]
     assert not hashfile.exists() and ledger_file.read_text() == "not a ledger\n"
 
 
@@ -177,10 +186,18 @@ def test_a_step_measured_twice_says_so_in_every_format(tmp_path, capsys):
     truths, shas = _newest_step_project(tmp_path)
     steps = sorted(t.benchmark for t in truths if t.kind == "step")
     conf = str(tmp_path / "asv.conf.json")
+    assert len(steps) >= 3
+    results = asv_results.load(tmp_path / "results" / asv_results.filename(
+        synthetic.MACHINE, shas[-1], synthetic.ENV), synthetic.MACHINE)
+    started = {name: int(asv_results.timing(results, name)[0]) for name in steps}
     # the ledger make dashboard keeps beside the config: the first step's benchmark was
-    # measured again at the newest commit (and the step showed again)
+    # measured again at the newest commit (what is stored started after the stamp, and the
+    # step showed again); the second one's re-run stored nothing (the stamp is what is
+    # stored: it died, or never ran); the third's line predates stamps (time unknown)
     (tmp_path / ".asv").mkdir()
-    (tmp_path / ".asv" / "confirmed.txt").write_text(ledger.ledger_text({(shas[-1], steps[0])}))
+    (tmp_path / ".asv" / "confirmed.txt").write_text(ledger.ledger_text({
+        (shas[-1], steps[0]): started[steps[0]] - 60_000,
+        (shas[-1], steps[1]): started[steps[1]], (shas[-1], steps[2]): None}))
     assert exit_code(["alert", "--config", conf, "--format", "json"]) == 1
     alerts = json.loads(capsys.readouterr().out)["alerts"]
     said = {a["benchmark"]: a["confirmed"] for a in alerts}
@@ -204,4 +221,4 @@ def test_a_step_measured_twice_says_so_in_every_format(tmp_path, capsys):
     other.write_text("half a line\n")
     assert exit_code(["alert", "--config", conf, "--confirmed", str(other)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "other.txt:1: not a 'sha benchmark' line" in err[0]
+    assert len(err) == 1 and "other.txt:1: not a 'sha benchmark started-ms' line" in err[0]

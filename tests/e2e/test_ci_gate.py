@@ -12,6 +12,25 @@ from paths import ROOT
 from torchpulse.analysis import synthetic
 from torchpulse.cli import main
 
+# asv as the gate runs it, scripted: `run` exits FAKE_RUN_RC; a run of a HASHFILE stores
+# every benchmark of those commits in FAKE_RESULTS again (same values, a new start), as a
+# second measurement does
+_FAKE_ASV = """import os, sys, time
+from pathlib import Path
+from torchpulse.results import asv_results
+args, results = sys.argv[1:], os.environ.get("FAKE_RESULTS")
+hashfile = next((a[9:] for a in args if a.startswith("HASHFILE:")), None)
+if args[:1] == ["run"] and hashfile and results:
+    shas = Path(hashfile).read_text().split()
+    for file in Path(results).glob("*/*-*.json"):
+        stored = asv_results.load(file, file.parent.name)
+        if stored.commit_hash in shas:
+            now = time.time() * 1000
+            stored.started_at.update((name, now) for name in stored.started_at)
+            asv_results.save(stored, Path(results), file.relative_to(results).as_posix())
+sys.exit(int(os.environ.get("FAKE_RUN_RC", "0")) if args[:1] == ["run"] else 0)
+"""
+
 
 @pytest.mark.slow
 def test_ci_gate_distinguishes_regression_and_failed_benchmark(alert_project, quiet_project,
@@ -20,7 +39,7 @@ def test_ci_gate_distinguishes_regression_and_failed_benchmark(alert_project, qu
     scripted (tests/e2e/test_culprit.py runs both for real): the alert's verdict, the
     comparison's, a failed benchmark and bad input each give their exit status."""
     fake_asv = tmp_path / "asv"
-    fake_asv.write_text("#!/bin/sh\n[ \"$1\" = run ] && exit \"${FAKE_RUN_RC:-0}\"\nexit 0\n")
+    fake_asv.write_text(f"#!{sys.executable}\n{_FAKE_ASV}")
     fake_asv.chmod(0o755)
     real = Path(sys.executable).with_name("torchpulse")
     torchpulse = tmp_path / "torchpulse"
@@ -32,9 +51,10 @@ def test_ci_gate_distinguishes_regression_and_failed_benchmark(alert_project, qu
     torchpulse.chmod(0o755)
     summary = tmp_path / "summary.md"
 
-    def gate(path, run_rc, compare_rc=0):
+    def gate(path, run_rc, compare_rc=0, remeasure=True):
         summary.write_text("")
         env = {**os.environ, "ASV": str(fake_asv), "TORCHPULSE": str(torchpulse),
+               "FAKE_RESULTS": str(path / "results") if remeasure else "",
                "PYTHON": sys.executable, "TORCHPULSE_CONFIG": str(path / "asv.conf.json"),
                "FAKE_RUN_RC": str(run_rc), "FAKE_COMPARE_RC": str(compare_rc),
                "GITHUB_STEP_SUMMARY": str(summary),
@@ -43,19 +63,25 @@ def test_ci_gate_distinguishes_regression_and_failed_benchmark(alert_project, qu
         return subprocess.run([str(ROOT / "scripts" / "ci-regression-gate"), first],
                               cwd=path, env=env, capture_output=True, text=True)
 
-    proc = gate(alert_project[0], 0)
+    # its +2..20 % steps at the newest commit rest on one run: measured once more, each
+    # benchmark once; first by an asv run that stores nothing (it died): not measured twice
+    proc = gate(alert_project[0], 0, remeasure=False)
     assert proc.returncode == 1, proc.stderr
     assert "REGRESSION" in proc.stderr
-    # its +2..20 % steps at the newest commit rest on one run: measured once more (the
-    # scripted asv leaves the values as they were, so they still alert), each benchmark once
     assert "a step seen in one run only" in proc.stdout, proc.stdout
     newest = synthetic.history(alert_project[0])[-1]
     confirmed = (tmp_path / "report.md.confirmed").read_text().splitlines()
     assert confirmed and all(line.startswith(newest + " synthetic.Step.") for line in confirmed)
     assert (tmp_path / "report.md.remeasure").read_text() == newest + "\n"
     assert "## compare" in summary.read_text() and "## torchpulse:" in summary.read_text()
-    # its alert reads that ledger: those steps are reported as measured twice (each
+    assert "measured twice" not in summary.read_text()
+    # then (a fresh ledger) by one that stores the same values as a new measurement, so
+    # they still alert: the alert reads the ledger and reports them as measured twice (each
     # benchmark's alerting series at least once)
+    (tmp_path / "report.md.confirmed").unlink()
+    proc = gate(alert_project[0], 0)
+    assert proc.returncode == 1 and "a step seen in one run only" in proc.stdout, proc.stderr
+    assert (tmp_path / "report.md.confirmed").read_text().splitlines() == confirmed
     assert summary.read_text().count("measured twice)") >= len(confirmed)
     proc = gate(quiet_project, 2)
     assert proc.returncode == 3, proc.stderr

@@ -18,7 +18,7 @@ from torchpulse.analysis.detect import (
 )
 from torchpulse.analysis.disturbance import Canary, assess
 from torchpulse.analysis.ledger import DEFAULT as DEFAULT_LEDGER
-from torchpulse.analysis.ledger import Ledger, read_ledger
+from torchpulse.analysis.ledger import Ledger, measured_again, read_ledger
 from torchpulse.analysis.series import Series, SeriesError, SeriesKey, load_series
 from torchpulse.results.gitrepo import GitError, History
 from torchpulse.results.project import Project
@@ -187,7 +187,8 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
     ``alpha`` over all series checked, so a tree of a thousand quiet series does not raise
     the alarms a thousand separate tests would; with ``since``, only those whose first
     culprit comes after that commit count. An active regression whose (commit, benchmark)
-    is in ``confirmed`` was measured twice there."""
+    is in ``confirmed`` and whose stored measurement there started after the ledger's stamp
+    was measured twice there."""
     start = history.position[since] + 1 if since is not None else 0
 
     def recent(alert: Alert) -> bool:
@@ -207,7 +208,9 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
         active = [_behind(s, _regression_alert(u, r)) for r in verdict.active
                   if r.pvalue <= cutoff]
         alert = next((a for a in active if recent(a)), None)
-        if alert is not None and (alert.commit, s.key.benchmark) in (confirmed or ()):
+        if alert is not None and confirmed and measured_again(
+                confirmed, alert.commit, s.key.benchmark,
+                next(p.started_ms for p in s.points if p.commit == alert.commit)):
             alert = dataclasses.replace(alert, confirmed=True)
         checked.append(Checked(s, verdict, _status(verdict, len(u.points), alert), alert))
         if history_mode:

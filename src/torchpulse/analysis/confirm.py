@@ -8,8 +8,10 @@ of such a series is run again at that commit, once, and the stored value is then
 measurement: a real step shows again, a slow run does not come back. asv re-runs a whole
 benchmark, so its other parameters get a second value at that commit too.
 
-The ledger remembers which (commit, benchmark) were measured again, so a step that did show
-again is reported, not re-measured at every run (which would re-draw it until it hides).
+The ledger remembers which (commit, benchmark) were chosen, so a step that did show again is
+reported, not re-measured at every run (which would re-draw it until it hides), and the start
+of the measurement the second one replaces, so only a second measurement that was stored is
+reported as one (torchpulse.analysis.ledger).
 """
 
 from __future__ import annotations
@@ -17,31 +19,45 @@ from __future__ import annotations
 import re
 
 from torchpulse.analysis.alert import Checked, Report
+from torchpulse.analysis.detect import Point
 from torchpulse.analysis.disturbance import Remeasure
 from torchpulse.analysis.ledger import Ledger
 
 _NAME = re.compile(r"\S+")
 
 
-def seen_once(checked: Checked) -> str | None:
-    """The commit of ``checked``'s active regression when that commit is the newest point
-    detection used, i.e. the new level rests on one run; else None. A point no asv run
-    timed (an import stores no job duration) cannot be measured again: None."""
+def _seen_once(checked: Checked) -> Point | None:
+    """The point of ``checked``'s active regression when it is the newest point detection
+    used, i.e. the new level rests on one run; else None. A point no asv run timed (an
+    import stores no job duration) cannot be measured again: None."""
     if checked.alert is None or not _NAME.fullmatch(checked.series.key.benchmark):
         return None
     used = [p for p in checked.series.points if not p.disturbed]
     if not used or used[-1].commit != checked.alert.commit or used[-1].seconds is None:
         return None
-    return checked.alert.commit
+    return used[-1]
+
+
+def seen_once(checked: Checked) -> str | None:
+    """The commit of ``checked``'s active regression when its new level rests on one run
+    (the newest point detection used); else None."""
+    point = _seen_once(checked)
+    return None if point is None else point.commit
 
 
 def due(report: Report, done: Ledger, commits: set[str] | None = None) -> Ledger:
     """The (commit, benchmark) pairs of the series whose step was seen in one run only, at
-    ``commits`` (default all), leaving out what ``done`` says was measured again already."""
-    return {(commit, c.series.key.benchmark) for c in report.checked
-            if (commit := seen_once(c)) is not None
-            and (commits is None or commit in commits)
-            and (commit, c.series.key.benchmark) not in done}
+    ``commits`` (default all), leaving out what ``done`` says was chosen already, each with
+    the start of the measurement a second one is to replace (the ledger's stamp)."""
+    pending: Ledger = {}
+    for c in report.checked:
+        point = _seen_once(c)
+        if point is None or (commits is not None and point.commit not in commits):
+            continue
+        key = (point.commit, c.series.key.benchmark)
+        if key not in done:
+            pending[key] = None if point.started_ms is None else int(point.started_ms)
+    return pending
 
 
 def plan(pending: Ledger, order: dict[str, int]) -> Remeasure:

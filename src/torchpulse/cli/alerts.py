@@ -44,7 +44,7 @@ def cmd_alert(args: argparse.Namespace) -> int:
 def cmd_disturbed(args: argparse.Namespace) -> int:
     from torchpulse.analysis import alert, confirm, disturbance, ledger
 
-    done = ledger.read_ledger(Path(args.confirm)) if args.confirm else set()
+    done = ledger.read_ledger(Path(args.confirm)) if args.confirm else {}
     proj = project(args)
     # the ledger read once: what it says was measured again is what the alert marks
     found = alert.run(proj, machine=args.machine, branch=args.branch, since=args.since,
@@ -59,7 +59,7 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
         note("disturbed", f"{len(plan.commits)} commit(s) with {len(plan.benchmarks)} "
                           "benchmark(s) measured on a disturbed machine: "
                           + ", ".join(c[:8] for c in plan.commits))
-    pending = confirm.due(found, done, newest) if args.confirm else set()
+    pending = confirm.due(found, done, newest) if args.confirm else {}
     once = confirm.plan(pending, history.position)
     if once.commits:
         note("disturbed", f"{len(once.benchmarks)} benchmark(s) with a step seen in one run "
@@ -69,8 +69,9 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
     if args.hashfile:
         write_output("".join(f"{c}\n" for c in plan.commits), args.hashfile)
     if once.commits:
-        # recorded before the re-run: each step is measured again once, even when the
-        # re-run fails (asv's error then stops make dashboard)
+        # recorded before the re-run, so each step is measured again once even when the
+        # re-run fails; the stamp (when the measurement it replaces started) keeps the
+        # alert from calling a step measured twice unless the second one was stored
         write_output(ledger.ledger_text(done | pending), args.confirm)
     if plan.commits:
         print(plan.bench_regex())
@@ -113,8 +114,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--history", action="store_true",
                    help="list every change point, old and new, up and down (exit 0)")
     p.add_argument("--confirmed", metavar="LEDGER", help="the ledger `torchpulse disturbed "
-                   "--confirm` wrote: its steps are reported as measured twice (default: "
-                   ".asv/confirmed.txt beside the config, when it exists)")
+                   "--confirm` wrote: its steps whose stored measurement is the second one are "
+                   "reported as measured twice (default: .asv/confirmed.txt beside the "
+                   "config, when it exists)")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), "
                    "markdown, json or github (workflow annotations)")
     add_output(p, "write the report here (default: stdout)")
@@ -149,8 +151,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "a line")
     p.add_argument("--confirm", metavar="LEDGER", help="also the benchmarks whose active "
                    "regression rests on one run (the newest point of its series), to be "
-                   "measured once more; LEDGER lists the (commit, benchmark) pairs measured "
-                   "again already, which are left out, and the new ones are added to it")
+                   "measured once more; LEDGER lists the (commit, benchmark) pairs chosen "
+                   "already, which are left out, and the new ones are added to it, each with "
+                   "the start of the measurement a second one is to replace")
     p.set_defaults(func=cmd_disturbed)
 
     p = sub.add_parser(
