@@ -7,6 +7,8 @@ import re
 import numpy as np
 import pytest
 from clirun import exit_code
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from torchpulse.analysis import confirm, evaluation, ledger, summary, synthetic
 from torchpulse.analysis.alert import REGRESSION, evaluate
@@ -74,6 +76,33 @@ def test_ledger_round_trip_and_malformed_lines(tmp_path):
         path.write_text(bad)
         with pytest.raises(ledger.LedgerError, match=r"confirmed.txt:1: not a 'sha"):
             ledger.read_ledger(path)
+
+
+_LINE = st.tuples(st.sampled_from(["a" * 40, "0123456789abcdef" * 2 + "0" * 8, "A" * 40,
+                                    "a" * 39, ""]),
+                  st.sampled_from(["bench_x.T.time_y", "b.c('x', 1)", "", "two words"]),
+                  st.one_of(st.none(), st.integers(-5, 10**16).map(str),
+                            st.sampled_from(["1.5", "x", "１２"])))
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(_LINE, max_size=6), noise=st.text(max_size=40))
+def test_a_ledger_of_any_text_is_read_whole_or_refused_in_one_line(tmp_path_factory, lines,
+                                                                   noise):
+    path = tmp_path_factory.mktemp("ledger") / "confirmed.txt"
+    text = "".join(" ".join(x for x in line if x is not None) + "\n" for line in lines)
+    for attempt in (text, text + noise):
+        path.write_text(attempt, encoding="utf-8")
+        try:
+            done = ledger.read_ledger(path)
+        except ledger.LedgerError as exc:
+            assert "\n" not in str(exc) and str(path) in str(exc)
+            continue
+        # what was read is written back the same, and read back the same
+        path.write_text(ledger.ledger_text(done))
+        assert ledger.read_ledger(path) == done
+        assert all(len(sha) == 40 and (stamp is None or stamp >= 0)
+                   for (sha, _), stamp in done.items())
 
 
 def _newest_step_project(path):
