@@ -5,6 +5,8 @@ import csv
 import io
 import json
 import math
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -197,6 +199,28 @@ def test_performance_measures_speedup_latency_compile_time_and_memory():
     assert result.eager_peak_mem > 0 and result.dynamo_peak_mem > 0
     assert result.compression_ratio == pytest.approx(
         result.eager_peak_mem / result.dynamo_peak_mem)
+
+
+def test_inductors_cpu_probe_is_kept_between_processes_and_compiles_stay_cold(tmp_path):
+    """The CPU instruction-set probe of the inductor warm-up is built once into inductor's
+    own cache, and the next process (the next commit) loads it instead of building it again;
+    the warm-up's compile itself still runs in an empty cache."""
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    python = [sys.executable, "-c", "from torchpulse.compile import performance; performance."]
+
+    def built():
+        return {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("*.so")}
+
+    python[-1] += "warm_up_compiler('inductor', 'cpu')"
+    subprocess.run(python, env=env, check=True, capture_output=True, timeout=600)
+    first = built()
+    assert first  # the probes' libraries, one an instruction set the CPU has
+    # and nothing else: the warm-up's own compile ran in an empty cache, removed after it
+    assert {p.suffix for p in (tmp_path / "cache").rglob("*") if p.is_file()} == {
+        ".cpp", ".so", ".lock"}
+    python[-1] = python[-1].replace("warm_up_compiler('inductor', 'cpu')", "_probe_cpu_isa()")
+    subprocess.run(python, env=env, check=True, capture_output=True, timeout=600)
+    assert built() == first  # the next process loads them, it does not build them again
 
 
 def test_performance_speedup_is_median_eager_over_median_compiled():

@@ -57,11 +57,26 @@ def warm_up_compiler(backend: str, device: str) -> None:
 
     x = torch.randn(4, 4, device=device, requires_grad=True)
     w = torch.randn(4, 4, device=device)
+    if backend == "inductor" and device == "cpu":
+        _probe_cpu_isa()
     with cold_cache():
         compiled = compiler(backend)(tiny)
         compiled(x, w).sum().backward()
     torch._dynamo.reset()
     _warmed.add((backend, device))
+
+
+def _probe_cpu_isa() -> None:
+    """Inductor's probe of the CPU's vector instructions, outside the empty cache: it
+    compiles a small C++ file per instruction set (about 6 s on 2 cores) into the cache it
+    is run with, and remembers its answer for the process. Run in inductor's own cache
+    directory, the next process (the next commit's zoo) loads those files instead. The
+    cold compiles timed later use the remembered answer either way, so they are unchanged."""
+    from torch._inductor import cpu_vec_isa
+
+    probe = getattr(cpu_vec_isa, "valid_vec_isa_list", None)  # absent in other torch versions
+    if probe is not None:
+        probe()
 
 
 class EagerError(RuntimeError):
