@@ -16,21 +16,17 @@ reported as one (torchpulse.analysis.ledger).
 
 from __future__ import annotations
 
-import re
-
 from torchpulse.analysis.alert import Checked, Report
 from torchpulse.analysis.detect import Point
 from torchpulse.analysis.disturbance import Remeasure
-from torchpulse.analysis.ledger import Ledger
-
-_NAME = re.compile(r"\S+")
+from torchpulse.analysis.ledger import NAME, Ledger
 
 
 def _seen_once(checked: Checked) -> Point | None:
     """The point of ``checked``'s active regression when it is the newest point detection
     used, i.e. the new level rests on one run; else None. A point no asv run timed (an
     import stores no job duration) cannot be measured again: None."""
-    if checked.alert is None or not _NAME.fullmatch(checked.series.key.benchmark):
+    if checked.alert is None or not NAME.fullmatch(checked.series.key.benchmark):
         return None
     used = [p for p in checked.series.points if not p.disturbed]
     if not used or used[-1].commit != checked.alert.commit or used[-1].seconds is None:

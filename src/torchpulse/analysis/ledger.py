@@ -18,7 +18,8 @@ from torchpulse.errors import TorchpulseError
 DEFAULT = Path(".asv") / "confirmed.txt"  # relative to the project's config
 
 _SHA = re.compile(r"[0-9a-f]{40}")
-_NAME = re.compile(r"\S+")
+# a benchmark name a ledger line can hold (what confirm may choose)
+NAME = re.compile(r"\S+")
 _STAMP = re.compile(r"[0-9]{1,15}")
 
 # (full commit sha, benchmark name) -> when the measurement to be replaced had started (ms
@@ -42,7 +43,7 @@ def read_ledger(path: Path) -> Ledger:
     for number, line in enumerate(text.splitlines(), 1):
         parts = line.split()
         if (len(parts) not in (2, 3) or not _SHA.fullmatch(parts[0])
-                or not _NAME.fullmatch(parts[1])
+                or not NAME.fullmatch(parts[1])
                 or (len(parts) == 3 and not _STAMP.fullmatch(parts[2]))):
             raise LedgerError(f"{path}:{number}: not a 'sha benchmark started-ms' line")
         done[(parts[0], parts[1])] = int(parts[2]) if len(parts) == 3 else None
