@@ -30,6 +30,12 @@ def _prewarm_autograd():
 if _cpu_only():
     _prewarm_autograd()
 
+# before any benchmark is forked from this process: every measured process (and the zoo's
+# workers they spawn) keeps the host memory it frees, so no timed call page-faults on memory
+# an earlier call had (torchpulse/allocation.py says why)
+_allocation = load("allocation.py")
+_allocation.keep_freed_memory()
+
 try:
     from torchpulse import suite as _suite
 except ImportError as _exc:  # an old commit's package
@@ -42,6 +48,12 @@ except ImportError as _exc:  # an old commit's package
 _REQUIRED_API = 2
 _sizes = load("sizes.py")
 _fastrnns = load("fastrnns/choices.py")
+
+
+def _version(*tables) -> str:
+    """A workload suite's version: 2 (sizes from the working tree), the digest of the sizes
+    it passes, and the allocation policy; a change in either starts new series."""
+    return f"2-{_sizes.digest(*tables)}-{_allocation.POLICY}"
 
 
 def _check_api():
@@ -58,8 +70,8 @@ def _read_region_clock() -> float:
 
 
 class _WorkloadSuite:
-    """fastrnns runners of one family. Subclasses' versions end in the sizes' digest: a size
-    change starts new series."""
+    """fastrnns runners of one family. Subclasses' versions hold the sizes' digest and the
+    allocation policy (``_version``): a change in either starts new series."""
 
     family = ""
     param_names = ["runner"]

@@ -9,6 +9,7 @@ import torch
 
 from ._canary import MachineCanary  # noqa: F401  (runs after the pairs)
 from ._common import _check_api, _cpu_only, _sizes, _suite
+from ._common import _version as _suite_version
 from ._tree import load
 
 try:  # preimport for the forkserver: every pair's process would pay for it (~1 s, scipy)
@@ -55,9 +56,9 @@ def _revision(model):
 
 
 def _version(tasks):
-    """2 (sizes from the working tree), then the digest of these models' sizes and, for a
-    model past its first definition, its revision."""
-    return "2-" + _sizes.digest({
+    """2 (sizes from the working tree), the digest of these models' sizes and, for a model
+    past its first definition, its revision, then the allocation policy (_common._version)."""
+    return _suite_version({
         m: _sizes.AUTOGRAD[m] if _revision(m) == 1 else
         {"sizes": _sizes.AUTOGRAD[m], "revision": _revision(m)} for m in _models(tasks)})
 

@@ -1,19 +1,19 @@
 """fastrnns LSTM runners: forward alone, backward alone, and the peak memory of a step."""
 
 from ._canary import MachineCanary  # noqa: F401  (runs between the LSTM classes)
-from ._common import _sizes, _WorkloadSuite
+from ._common import _sizes, _version, _WorkloadSuite
 from ._tree import load
 
 _choices = load("fastrnns/choices.py")
 
 
 class LSTM(_WorkloadSuite):
-    version = "2-" + _sizes.digest(_sizes.FASTRNNS)
+    version = _version(_sizes.FASTRNNS)
     family = "rnns"
     params = [list(_choices.LSTM_RUNNERS)]
 
 
 class VariableLengthLSTM(_WorkloadSuite):
-    version = "2-" + _sizes.digest(_sizes.FASTRNNS)
+    version = _version(_sizes.FASTRNNS)
     family = "rnns"
     params = [list(_choices.VL_RUNNERS)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from torchpulse import sizes, suite
+from torchpulse import allocation, sizes, suite
 from torchpulse.analysis.disturbance import CANARY_METHOD
 from torchpulse.fastrnns.choices import CNN_RUNNERS, LSTM_RUNNERS, VL_RUNNERS
 from torchpulse.fleet.plan import groups as plan_groups
@@ -104,11 +104,12 @@ def test_a_size_change_gives_the_suites_new_versions(bench):
     digest = sizes.digest(sizes.FASTRNNS)
     for cls in (bench["bench_rnns"].LSTM, bench["bench_rnns"].VariableLengthLSTM,
                 bench["bench_cnns"].ResNet):
-        assert cls.version == "2-" + digest
+        assert cls.version == f"2-{digest}-{allocation.POLICY}"
     assert module.FunctionalAutograd.version.startswith("2-")
     changed = {**sizes.AUTOGRAD, "detr": {**sizes.AUTOGRAD["detr"], "cpu": {}}}
-    assert module._version(("vjp", "vhp", "jvp")) != "2-" + sizes.digest(
-        {m: changed[m] for m in module._models(("vjp", "vhp", "jvp"))})
+    changed_digest = sizes.digest({m: changed[m] for m in module._models(("vjp", "vhp", "jvp"))})
+    assert module._version(("vjp", "vhp", "jvp")) != f"2-{changed_digest}-{allocation.POLICY}"
+    assert module._version(("vjp", "vhp", "jvp")).endswith("-" + allocation.POLICY)
     assert sizes.digest({"a": 1, "b": 2}) == sizes.digest({"b": 2, "a": 1})
     assert sizes.digest(sizes.FASTRNNS) != sizes.digest(
         {**sizes.FASTRNNS, "cpu": {**sizes.FASTRNNS["cpu"], "seq_length": 24}})
@@ -351,8 +352,8 @@ def test_a_model_is_measured_only_at_the_definition_revision_the_suites_measure(
     with pytest.raises(NotImplementedError, match="predates revision 2"):
         pairs.setup("ppl_robust_reg", "vjp")
     # the revision is in the version of the class that measures the model, and only there
-    plain = "2-" + sizes.digest({m: sizes.AUTOGRAD[m] for m in module._models(
+    plain = module._suite_version({m: sizes.AUTOGRAD[m] for m in module._models(
         module._choices.ALL_TASKS)})
     assert module.FunctionalAutogradAllTasks.version != plain
-    assert module.FunctionalAutograd.version == "2-" + sizes.digest(
+    assert module.FunctionalAutograd.version == module._suite_version(
         {m: sizes.AUTOGRAD[m] for m in module._models(module._choices.FAST_TASKS)})

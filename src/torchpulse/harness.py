@@ -43,6 +43,7 @@ import torch
 from torch import Tensor, nn
 
 from torchpulse import suite
+from torchpulse.allocation import keep_freed_memory
 from torchpulse.fastrnns.runners import ModelDef, Runner, Workload
 from torchpulse.presets import Preset, default_device, resolve_preset
 
@@ -132,6 +133,7 @@ class ModelBenchmark(abc.ABC):
     timer = staticmethod(suite.read_clock)
 
     def setup(self, *params: Any) -> None:
+        keep_freed_memory()  # as the built-in suites measure (torchpulse/allocation.py)
         key = (type(self), params)
         if key not in _built:  # asv runs setup before every sample: build once per process
             name = type(self).__name__ + (f"{list(params)}" if params else "")
@@ -162,6 +164,7 @@ def _measure_compiled(self: CompiledModelBenchmark) -> dict[str, dict[str, float
     from torchpulse.compile.steps import prepare
     from torchpulse.compile.zoo import ModelSpec
 
+    keep_freed_memory()
     device = default_device()
     preset = resolve_preset(device=device)
     if preset.num_threads:

@@ -52,6 +52,7 @@ def cmd_runners(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from torchpulse.allocation import keep_freed_memory
     from torchpulse.fastrnns import bench
     from torchpulse.presets import resolve_device, resolve_preset
 
@@ -60,6 +61,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                               **{flag: getattr(args, flag)
                                  for flag in (*bench.SIZE_FLAGS, *bench.LENGTH_FLAGS)})
     runners = bench.select_runners(args.rnns, args.cnns, args.group, args.variable_lstms)
+    keep_freed_memory()  # measured as the asv suites measure (torchpulse/allocation.py)
     settle = bench.settle_note(runners, preset)
     if settle:
         note("bench", f"note: {settle}")
