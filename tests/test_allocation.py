@@ -101,3 +101,48 @@ print(allocation.page_faults(lambda: len(b"x" * (64 << 20))))
     assert all(v.endswith("-" + allocation.POLICY) for v in versions)
     if GLIBC:
         assert int(out[-1]) < PAGES * 0.01  # the second 64 MB reused the first's pages
+
+
+@pytest.fixture
+def unset_policy(monkeypatch):
+    """The policy's variables unset for the test and put back afterwards (another test's
+    import of the suites may have set them in this process)."""
+    for name in allocation.ENVIRONMENT:
+        monkeypatch.setenv(name, "unset")
+        monkeypatch.delenv(name)
+
+
+def _policy_set() -> bool:
+    return all(os.environ.get(k) == v for k, v in allocation.ENVIRONMENT.items())
+
+
+@needs_glibc
+@pytest.mark.parametrize("argv", [
+    ["bench", "--rnns", "aten", "--preset", "smoke", "--device", "cpu", "--nloops", "2",
+     "--warmup", "1"],
+    ["autograd", "--num-iters", "1", "--model-filter", "ppl_simple_reg", "--task-filter", "vjp",
+     "--gpu", "-1", "--preset", "smoke", "--no-functorch", "--output", "{tmp}/autograd.md"],
+    ["dynamo", "--performance", "--inference", "--backend", "aot_eager", "--device", "cpu",
+     "--size", "smoke", "-k", "^mlp$", "--repeat", "1", "--output", "{tmp}/dynamo.csv"],
+], ids=lambda argv: argv[0])
+def test_the_command_line_runners_measure_under_the_policy(argv, tmp_path, unset_policy):
+    from torchpulse.cli import main
+
+    assert not _policy_set()
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 0
+    assert _policy_set()  # this process, and the workers `dynamo` spawned after it
+
+
+@needs_glibc
+def test_a_users_model_benchmark_measures_under_the_policy(unset_policy):
+    import torch
+
+    from torchpulse import harness
+
+    class Tiny(harness.ModelBenchmark):
+        def build(self, device, generator):
+            return torch.nn.Linear(4, 2), (torch.randn(3, 4, generator=generator),)
+
+    assert not _policy_set()
+    Tiny().setup()
+    assert _policy_set()

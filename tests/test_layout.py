@@ -10,8 +10,8 @@ from paths import ROOT
 
 PACKAGE = ROOT / "src" / "torchpulse"
 # stages in the order data flows through them; a stage may import only earlier ones
-MEASURE = {"fastrnns", "autograd", "compile", "models", "sizes", "presets", "timing", "suite",
-           "harness"}
+MEASURE = {"fastrnns", "autograd", "compile", "models", "sizes", "presets", "timing", "allocation",
+           "suite", "harness"}
 SHARED = {"errors", "files", "text", "__init__"}  # imported by everything, import nothing of ours
 STAGES = [MEASURE, {"results"}, {"analysis"}, {"culprit", "fleet"}, {"site"}, {"cli"}]
 
