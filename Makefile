@@ -67,5 +67,8 @@ test: lint $(ASSETS) browser $(FLEET)
 lint: $(STAMP)
 	$(BIN)/ruff check src benchmarks tests scripts
 
+# what make dashboard builds again: the site, asv's environments, the list of points to
+# re-measure. results/ and the confirmation ledger (.asv/confirmed.txt, which steps of those
+# results were measured twice) stay.
 clean:
-	rm -rf html .asv
+	rm -rf html .asv/env .asv/disturbed.txt

@@ -35,3 +35,20 @@ def test_constraints_pin_torch_and_asv_environments_agree():
     conf = json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
     assert "==" + conf["matrix"]["req"]["torch"] == _pins()["torch"]
     assert "-c constraints.txt" in (ROOT / "Makefile").read_text()
+
+
+def test_make_clean_removes_what_the_dashboard_rebuilds_and_keeps_the_records(tmp_path):
+    """`make clean` deletes the site, asv's environments and the re-measure list; the results
+    and the confirmation ledger (which steps were measured twice) are records, not builds."""
+    import shutil
+    import subprocess
+
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    made = ["html/index.html", ".asv/env/abc/bin/python", ".asv/disturbed.txt",
+            ".asv/confirmed.txt", "results/vm/machine.json", "mine.txt"]
+    for name in made:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    subprocess.run(["make", "-s", "clean"], cwd=tmp_path, check=True, capture_output=True)
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert left == [".asv/confirmed.txt", "Makefile", "mine.txt", "results/vm/machine.json"]
