@@ -146,3 +146,25 @@ def test_a_users_model_benchmark_measures_under_the_policy(unset_policy):
     assert not _policy_set()
     Tiny().setup()
     assert _policy_set()
+
+
+def _churn_faults() -> int:
+    """As CHURN: the most faults of calls 2-5 (the first one's are the heap growing once)."""
+    counts = [allocation.page_faults(lambda: len(b"x" * (64 << 20))) for _ in range(5)]
+    return max(counts[1:])
+
+
+@needs_glibc
+def test_a_spawned_worker_keeps_its_memory_as_the_zoos_do(unset_policy):
+    """The compile zoo's workers are spawned (a fresh interpreter, not a fork): they keep
+    their memory through the environment alone, whatever commit's code they run."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        plain = pool.apply(_churn_faults)
+    assert allocation.keep_freed_memory()
+    with context.Pool(1) as pool:
+        kept = pool.apply(_churn_faults)
+    assert plain > PAGES * 0.9
+    assert kept < PAGES * 0.01
