@@ -18,6 +18,7 @@ the working tree (benchmarks/_tree.py), whatever commit's torchpulse is installe
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import resource
 from collections.abc import Callable, MutableMapping
@@ -35,10 +36,13 @@ TRIM_THRESHOLD = (1 << 31) - 1
 ENVIRONMENT = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD)}
 
 
+@functools.cache
 def _glibc() -> ctypes.CDLL | None:
+    """This process's glibc, its mallopt typed (looked up once a process)."""
     libc = ctypes.CDLL(None)
     if not hasattr(libc, "gnu_get_libc_version") or not hasattr(libc, "mallopt"):
         return None  # macOS, musl: another allocator, nothing of glibc's to set
+    libc.mallopt.argtypes, libc.mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return libc
 
 
@@ -49,9 +53,8 @@ def keep_freed_memory(environ: MutableMapping[str, str] | None = None) -> bool:
     libc = _glibc()
     if libc is None:
         return False
-    mallopt = libc.mallopt
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    if mallopt(M_MMAP_MAX, 0) != 1 or mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) != 1:
+    if (libc.mallopt(M_MMAP_MAX, 0) != 1
+            or libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) != 1):
         raise OSError("glibc refused mallopt(M_MMAP_MAX / M_TRIM_THRESHOLD)")
     (os.environ if environ is None else environ).update(ENVIRONMENT)
     return True

@@ -133,9 +133,9 @@ class ModelBenchmark(abc.ABC):
     timer = staticmethod(suite.read_clock)
 
     def setup(self, *params: Any) -> None:
-        keep_freed_memory()  # as the built-in suites measure (torchpulse/allocation.py)
         key = (type(self), params)
         if key not in _built:  # asv runs setup before every sample: build once per process
+            keep_freed_memory()  # as the built-in suites measure (torchpulse/allocation.py)
             name = type(self).__name__ + (f"{list(params)}" if params else "")
             _built[key] = workload(name, lambda dev, gen: self.build(dev, gen, *params))
         self.workload = _built[key]

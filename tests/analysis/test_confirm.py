@@ -40,7 +40,7 @@ def test_a_step_at_the_newest_commit_alone_is_seen_once():
     found = report(once, twice)
     by = {c.series.key.benchmark: c for c in found.checked}
     assert all(c.status == REGRESSION for c in by.values())
-    assert confirm.seen_once(by["bench_rnns.LSTM.time_forward"]) == "c11"
+    assert confirm.seen_once(by["bench_rnns.LSTM.time_forward"]).commit == "c11"
     assert confirm.seen_once(by["bench_cnns.ResNet.time_forward"]) is None  # two runs agree
     pending = confirm.due(found, {})
     plan = confirm.plan(pending, found.history.position)

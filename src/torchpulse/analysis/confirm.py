@@ -22,7 +22,7 @@ from torchpulse.analysis.disturbance import Remeasure
 from torchpulse.analysis.ledger import NAME, Ledger
 
 
-def _seen_once(checked: Checked) -> Point | None:
+def seen_once(checked: Checked) -> Point | None:
     """The point of ``checked``'s active regression when it is the newest point detection
     used, i.e. the new level rests on one run; else None. A point no asv run timed (an
     import stores no job duration) cannot be measured again: None."""
@@ -34,20 +34,13 @@ def _seen_once(checked: Checked) -> Point | None:
     return used[-1]
 
 
-def seen_once(checked: Checked) -> str | None:
-    """The commit of ``checked``'s active regression when its new level rests on one run
-    (the newest point detection used); else None."""
-    point = _seen_once(checked)
-    return None if point is None else point.commit
-
-
 def due(report: Report, done: Ledger, commits: set[str] | None = None) -> Ledger:
     """The (commit, benchmark) pairs of the series whose step was seen in one run only, at
     ``commits`` (default all), leaving out what ``done`` says was chosen already, each with
     the start of the measurement a second one is to replace (the ledger's stamp)."""
     pending: Ledger = {}
     for c in report.checked:
-        point = _seen_once(c)
+        point = seen_once(c)
         if point is None or (commits is not None and point.commit not in commits):
             continue
         key = (point.commit, c.series.key.benchmark)
