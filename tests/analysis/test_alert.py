@@ -64,6 +64,30 @@ def test_text_markdown_and_github_formats(alert_project, capsys):
     assert lines and all(line.startswith(("::error ", "::warning ")) for line in lines)
 
 
+def test_unstable_series_say_what_more_commits_would_do_in_every_format(alert_project, capsys):
+    path, _, history = alert_project
+    alert(path, "--format", "json")
+    verdicts = json.loads(capsys.readouterr().out)["verdicts"]
+    unstable = [v for v in verdicts if v["status"] == "unstable"]
+    reach = sorted(v["reach"] for v in unstable if v["reach"] is not None)
+    never = [v for v in unstable if v["reach"] is None and not v["toggling"]]
+    assert reach and never  # the fixture has both kinds
+    for v in verdicts:
+        if v["status"] != "unstable" or v["toggling"]:
+            assert v["reach"] is None
+        elif v["reach"] is not None:
+            assert v["reach"] > v["commits"] == len(history)
+            assert f"from {v['reach']} commits at this noise" in v["status_text"]
+        else:
+            assert "not within the threshold at this noise" in v["status_text"]
+    said = (f"of {len(unstable)} unstable series, at the noise measured so far: {len(reach)} "
+            f"would be within the threshold from {reach[0]}")
+    alert(path)
+    assert said in capsys.readouterr().out
+    alert(path, "--format", "markdown")
+    assert "O" + said[1:] in capsys.readouterr().out
+
+
 def test_history_lists_improvements_and_exits_0(alert_project, capsys):
     path, _, _ = alert_project
     assert alert(path, "--history", "--format", "json") == 0

@@ -6,11 +6,14 @@ import numpy as np
 import pytest
 
 from torchpulse.analysis.detect import (
+    REACH_CAP,
     Point,
     analyse,
     benjamini_hochberg,
+    commits_to_reach,
     find_spikes,
     max_split_pvalue,
+    mde_factor,
 )
 
 
@@ -112,6 +115,38 @@ def test_noise_report_flags_noise_too_large_for_the_threshold():
     assert not quiet.unstable and quiet.mde < 0.05
     assert loud.unstable and loud.mde > 0.05
     assert loud.cv > quiet.cv > 0 and loud.within_cv > quiet.within_cv
+
+
+def test_the_detectable_step_shrinks_with_commits_and_levels_off():
+    limit = math.log1p(0.05)
+    assert math.isinf(mde_factor(3, 0.01))
+    assert mde_factor(5, 0.01) > mde_factor(10, 0.01) > mde_factor(30, 0.01)
+    assert mde_factor(30, 0.01) == pytest.approx(mde_factor(60, 0.01), rel=0.02)
+    reach = commits_to_reach(0.016, 5, 0.01, limit)
+    assert 6 < reach < REACH_CAP
+    assert mde_factor(reach, 0.01) * 0.016 <= limit < mde_factor(reach - 1, 0.01) * 0.016
+    # beyond about limit / 2.6 no number of commits gets there
+    assert commits_to_reach(limit / 2.4, 5, 0.01, limit) is None
+
+
+def _repeating(n, d):
+    """n commits whose log levels repeat one fixed pattern of deviations scaled by d: the
+    same noise whatever the length."""
+    pattern = [0.0, 1.0, -0.8, 0.4, -0.6, 0.9, -1.0, 0.2, -0.3, 0.7]
+    return [Point(f"c{i}", 0.01 * math.exp(d * pattern[i % len(pattern)])) for i in range(n)]
+
+
+def test_an_unstable_series_says_from_how_many_commits_it_would_be_ok():
+    near = analyse(_repeating(5, 0.02)).noise
+    assert near.unstable and near.reach == 6
+    assert not analyse(_repeating(6, 0.02)).noise.unstable  # as projected
+    far = analyse(_repeating(5, 0.03)).noise
+    assert far.unstable and far.reach is None
+    assert analyse(_repeating(30, 0.03)).noise.unstable  # not within reach, as said
+    assert analyse(_repeating(30, 0.01)).noise.reach is None  # ok: nothing to project
+    runs = [(1.0, 6), (1.2, 5), (1.0, 7), (1.2, 6), (1.0, 8), (1.2, 5)]
+    toggling = analyse(make(levels_of(*runs))).noise
+    assert toggling.unstable and toggling.reach is None  # more commits do not help a toggle
 
 
 def test_noiseless_series_report_every_move():

@@ -97,7 +97,14 @@ def test_row_change_notable_status():
     assert too_few.status_text() == "too few commits (3 of 5)"
     assert row().status == "ok"
     unstable = row(noise=Noise(0.1, None, math.inf, True), status="unstable")
-    assert unstable.status_text() == "unstable (smallest detectable step inf)"
+    assert unstable.status_text() == ("unstable (smallest detectable step inf; not within the "
+                                      "threshold at this noise)")
+    reachable = row(noise=Noise(0.015, None, 0.053, True, reach=6), status="unstable")
+    assert reachable.status_text() == ("unstable (smallest detectable step 5.3%; within the "
+                                       "threshold from 6 commits at this noise)")
+    toggling = row(noise=Noise(0.1, None, 0.2, True, toggling=True), status="unstable")
+    assert toggling.status_text() == ("unstable (toggles between levels, smallest detectable "
+                                      "step 20.0%)")
 
 
 def test_hash_url_matches_asvs_format():
@@ -147,3 +154,7 @@ def test_the_page_and_the_alert_json_give_every_series_the_same_status(project, 
     for m in s.machines:
         for r in m.current:
             assert f'data-status="{r.status}"' in page
+    # what more commits would do for the unstable series: the same sentence as the CLI's
+    unstable = sum(status == "unstable" for status in rows.values())
+    assert unstable
+    assert f'<p class="reach">Of {unstable} unstable series, at the noise measured' in page

@@ -108,8 +108,13 @@ class Checked:
         if self.status == TOO_FEW:
             return f"{TOO_FEW} ({self.commits} of {MIN_POINTS})"
         if self.status == UNSTABLE:
-            why = "toggles between levels, " if self.verdict.noise.toggling else ""
-            return f"{UNSTABLE} ({why}smallest detectable step {percent(self.verdict.noise.mde)})"
+            noise = self.verdict.noise
+            if noise.toggling:
+                return f"{UNSTABLE} (toggles between levels, smallest detectable step " \
+                       f"{percent(noise.mde)})"
+            reach = (f"within the threshold from {noise.reach} commits at this noise"
+                     if noise.reach is not None else "not within the threshold at this noise")
+            return f"{UNSTABLE} (smallest detectable step {percent(noise.mde)}; {reach})"
         if self.status == REGRESSION and self.alert is not None and self.alert.noisy:
             return (f"{REGRESSION} (noisy series: the step exceeds its smallest detectable "
                     f"step {percent(self.verdict.noise.mde)})")

@@ -30,6 +30,9 @@ The model (why it looks like this):
   baseline's level, toggles between levels: it is unstable, and not alerted on.
 * Series with a zero among their values (failure rates) are analysed on a linear scale; all
   others on a log scale.
+* An unstable series is told from how many commits a threshold-size step would be
+  detectable at its present noise (commits_to_reach), or that none would do: more commits
+  only pin down the level before a step, so the detectable step levels off.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ STABLE_COMMITS = 5  # a level held this long is a baseline; shorter segments are
 # and the estimate itself at least PRACTICAL_FLOOR of it
 PRACTICAL_SE = 3.0
 PRACTICAL_FLOOR = 0.5
+REACH_CAP = 100  # how far the projection of an unstable series' mde looks
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,9 @@ class Noise:
     mde: float  # smallest step found with 80 % power when 3 commits follow it
     unstable: bool  # the noise makes the threshold meaningless: mde > threshold
     toggling: bool = False  # the series moves back and forth between levels
+    # unstable and not toggling: the commits from which its mde would be within the
+    # threshold at the noise measured so far (None: not within REACH_CAP commits)
+    reach: int | None = None
 
 
 @dataclass(frozen=True)
@@ -219,7 +226,7 @@ def max_split_pvalue(z: float, m: int) -> float:
     return float(min(1.0, bonferroni, siegmund))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def critical_z(m: int, alpha: float) -> float:
     """The standardised step that splits a pure-noise stretch of ``m`` points at level
     ``alpha``, with the same correction for the places a split could go as the test itself
@@ -231,6 +238,27 @@ def critical_z(m: int, alpha: float) -> float:
         mid = (low + high) / 2.0
         low, high = (mid, high) if max_split_pvalue(mid, m) > alpha else (low, mid)
     return high
+
+
+def mde_factor(m: int, alpha: float) -> float:
+    """The smallest step found with 80 % power, 3 commits after it, in a series of ``m``
+    commits, in units of its noise (infinite for too few commits)."""
+    if m <= MDE_COMMITS_AFTER:
+        return math.inf
+    return (critical_z(m, alpha) + POWER_Z) * math.sqrt(
+        1.0 / MDE_COMMITS_AFTER + 1.0 / (m - MDE_COMMITS_AFTER))
+
+
+def commits_to_reach(sigma: float, n: int, alpha: float, limit: float) -> int | None:
+    """The fewest commits, more than ``n``, at which a series with noise ``sigma`` would
+    detect a step of ``limit`` (both on the analysis scale) with 80 % power; None when no
+    number up to REACH_CAP does. More commits shrink the standard error of the level before
+    a step, but not of the 3 after it, and the correction for where a split could go grows:
+    the factor levels off, so a noisy enough series never gets there."""
+    for m in range(max(n + 1, MDE_COMMITS_AFTER + 1), REACH_CAP + 1):
+        if mde_factor(m, alpha) * sigma <= limit:
+            return m
+    return None
 
 
 def winsorise_running(levels: np.ndarray, cut: float, news: int = 2) -> np.ndarray:
@@ -375,10 +403,10 @@ def analyse(points: Sequence[Point], alpha: float = 0.01,
                                    p if sigma0 > 0 else 0.0, se if sigma0 > 0 else 0.0))
 
     z_alpha = critical_z(n, alpha)
-    mde_se = sigma * math.sqrt(1.0 / MDE_COMMITS_AFTER + 1.0 / max(n - MDE_COMMITS_AFTER, 1))
-    mde_scale = (z_alpha + POWER_Z) * mde_se  # on the analysis scale
-    mde = (_relative(mde_scale, ref) if linear else math.expm1(mde_scale)) \
-        if n > MDE_COMMITS_AFTER else math.inf
+    mde = math.inf
+    if n > MDE_COMMITS_AFTER:
+        mde_scale = mde_factor(n, alpha) * sigma  # on the analysis scale
+        mde = _relative(mde_scale, ref) if linear else math.expm1(mde_scale)
     last = len(means) - 1
     baseline = _baseline(means, edges, last) if last >= 1 else None
     toggle = None
@@ -387,9 +415,14 @@ def analyse(points: Sequence[Point], alpha: float = 0.01,
         toggle = _toggle_amplitude(means, baseline, worth)
     if toggle is not None:
         mde = max(mde, _relative(toggle, ref) if linear else math.expm1(toggle))
+    unstable = mde > threshold or toggle is not None
+    reach = None
+    if unstable and toggle is None:
+        limit = threshold * ref if linear else math.log1p(threshold)
+        reach = commits_to_reach(sigma, n, alpha, limit)
+        reach = reach + len(spikes) if reach is not None else None
     noise = Noise(cv=_relative(sigma, ref), within_cv=within_cv and _relative(within_cv, ref),
-                  mde=mde, unstable=mde > threshold or toggle is not None,
-                  toggling=toggle is not None)
+                  mde=mde, unstable=unstable, toggling=toggle is not None, reach=reach)
     regression = None
     if toggle is None:
         # an unstable series alerts only on a step that clearly exceeds its noise: one the

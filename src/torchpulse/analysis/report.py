@@ -99,6 +99,31 @@ def _unstable(report: Report) -> list[Checked]:
     return [c for c in report.checked if c.status == UNSTABLE]
 
 
+def upper_first(text: str) -> str:
+    """``text`` as a sentence's start (str.capitalize would lower every other letter)."""
+    return text[:1].upper() + text[1:]
+
+
+def reach_text(report: Report) -> str:
+    """'' or what more commits would do for the unstable series, at the noise measured so
+    far: how many would then detect a threshold-size step, and from how many commits."""
+    unstable = _unstable(report)
+    if not unstable:
+        return ""
+    reach = sorted(c.verdict.noise.reach for c in unstable if c.verdict.noise.reach is not None)
+    toggling = sum(c.verdict.noise.toggling for c in unstable)
+    never = len(unstable) - len(reach) - toggling
+    parts = []
+    if reach:
+        span = f"{reach[0]}" if reach[0] == reach[-1] else f"{reach[0]} to {reach[-1]}"
+        parts.append(f"{len(reach)} would be within the threshold from {span} commits")
+    if never:
+        parts.append(f"{never} would not (a quieter machine or a larger threshold would)")
+    if toggling:
+        parts.append(f"{toggling} toggle between levels")
+    return f"of {len(unstable)} unstable series, at the noise measured so far: {', '.join(parts)}"
+
+
 def _noisiest(report: Report) -> list[Checked]:
     judged = [c for c in report.checked if c.status != TOO_FEW]
     return sorted(judged, key=lambda c: -c.verdict.noise.cv)[:NOISY_SHOWN]
@@ -169,7 +194,8 @@ def to_json(report: Report) -> str:
         "commits": c.commits, "commits_needed": c.needed, "latest": c.series.points[-1].value,
         "unit": c.series.unit, "cv": _finite(c.verdict.noise.cv),
         "within_cv": _finite(c.verdict.noise.within_cv), "mde": _finite(c.verdict.noise.mde),
-        "toggling": c.verdict.noise.toggling, "disturbed": list(c.disturbed),
+        "toggling": c.verdict.noise.toggling, "reach": c.verdict.noise.reach,
+        "disturbed": list(c.disturbed),
         "status_text": c.status_text(),
     } for c in report.checked]
     canary = {
@@ -207,6 +233,9 @@ def to_text(report: Report) -> str:
         if command:
             lines.append(f"              {gap_text(report, a)}; find the culprit: {command}")
     lines.append(f"status: {counts(report)}")
+    reach = reach_text(report)
+    if reach:
+        lines.append(reach)
     lines += canary_lines(report)
     noisiest = _noisiest(report)
     if noisiest:
@@ -223,6 +252,9 @@ def to_markdown(report: Report) -> str:
     lines = [f"## torchpulse: {len(report.alerts)} {_what(report)}", "",
              f"{report.series_count} series checked; false-discovery rate {report.alpha:g}, "
              f"practical threshold {report.threshold * 100:g}%. Status: {counts(report)}.", ""]
+    reach = reach_text(report)
+    if reach:
+        lines += [f"{upper_first(reach)}.", ""]
     by_commit: dict[str, list[Alert]] = defaultdict(list)
     for a in report.alerts:
         by_commit[a.commit].append(a)

@@ -8,7 +8,15 @@ from urllib.parse import quote
 
 from torchpulse.analysis.alert import STATUSES, Alert, Report
 from torchpulse.analysis.detect import MIN_POINTS
-from torchpulse.analysis.report import canary_lines, change, counts, human, qualifiers
+from torchpulse.analysis.report import (
+    canary_lines,
+    change,
+    counts,
+    human,
+    qualifiers,
+    reach_text,
+    upper_first,
+)
 from torchpulse.analysis.series import SeriesKey
 from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 
@@ -181,6 +189,9 @@ def render(summary: Summary) -> str:
         f"newest commit, false-discovery rate {report.alpha:g}, practical threshold "
         f"{report.threshold * 100:g}%.</p>", verdict,
         f'<p class="status-counts">Status: {escape(counts(report))}.</p>']
+    reach = reach_text(report)
+    if reach:
+        body.append(f'<p class="reach">{escape(upper_first(reach))}.</p>')
     if report.off_branch_files:
         body.append(f'<p class="muted">{report.off_branch_files} results file(s) are for '
                     "commits off the branch's first-parent history and are left out.</p>")
