@@ -48,14 +48,16 @@ dashboard: $(STAMP) $(ASSETS)
 	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --skip-existing-successful \
 		--show-stderr --bench "$(MEASURED)" "$$range"
 	@# points the machine canary marks disturbed, and steps seen in one run only (the
-	@# newest point of their series), are measured once more (see README)
-	@mkdir -p .asv && bench=$$($(BIN)/torchpulse disturbed --newest $(N) \
-		--hashfile .asv/disturbed.txt --confirm .asv/confirmed.txt) || exit 2; \
-	if [ -s .asv/disturbed.txt ]; then \
-		echo "== re-measuring $$(wc -l < .asv/disturbed.txt) commit(s): measured on a disturbed machine, or a step seen in one run only"; \
+	@# newest point of their series), are measured again (see README); a second pass for
+	@# what the first one's readings changed or measured on a still disturbed machine
+	@mkdir -p .asv && for pass in 1 2; do \
+		bench=$$($(BIN)/torchpulse disturbed --newest $(N) \
+			--hashfile .asv/disturbed.txt --confirm .asv/confirmed.txt) || exit 2; \
+		[ -s .asv/disturbed.txt ] || break; \
+		echo "== re-measuring $$(wc -l < .asv/disturbed.txt) commit(s), pass $$pass of 2: measured on a disturbed machine, or a step seen in one run only"; \
 		TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --show-stderr \
 			--bench "$$bench" HASHFILE:.asv/disturbed.txt; \
-	fi
+	done
 	$(BIN)/torchpulse publish
 	@echo "   view it:  $(BIN)/torchpulse serve   (http://127.0.0.1:8080/; file:// does not work)"
 	@echo "== regression alerts (torchpulse alert; 1 = regressions found, reported above)"

@@ -17,8 +17,11 @@ does. The rule (docs/detection.md explains the figures behind it):
   SLOW_SIGMAS robust deviations of the readings when they are noisier than that. The
   deviation is measured on the readings below their local levels only: a disturbance only
   ever slows the canary, so those are the clean ones, and a run with many disturbed readings
-  cannot widen its own limit. (On an idle 2-core VM a place's readings spread by 5-15 %; a
-  CPU hog on one of the two cores doubles them.)
+  cannot widen its own limit. A place with fewer than OWN_SPREAD_READINGS such readings
+  takes the deviation of every place's clean readings on its machine and environment: from
+  two readings one re-measured commit could move a limit from 5x to 1.25x. (On an idle
+  2-core VM a place's readings spread by 5-15 %, on a bad hour by 30 %; a CPU hog on one of
+  the two cores doubles them.)
 * A point (one commit of one series) is *disturbed* when the canary reading nearest before
   its asv job started, or the one nearest after it ended, is slow. Readings further than
   REACH_S away say nothing about it; points that no asv run timed (imported results: asv
@@ -51,6 +54,7 @@ SLOW_RATIO = 1.25
 SLOW_SIGMAS = 4.0
 REACH_S = 600.0
 MIN_READINGS = 3  # fewer readings give no usual level: nothing is flagged
+OWN_SPREAD_READINGS = 5  # readings below its level a place needs for a spread of its own
 LOCAL_S = 1800.0  # the machine's own speed around a reading: the readings this near in time
 MIN_LOCAL = 8  # ... when there are this many (two commits' worth), else the usual level
 
@@ -115,16 +119,23 @@ def _read(canaries) -> Canary:
     centres = {where: float(np.median(np.log([p.value for _, p in found])))
                for where, found in raw.items()}
     local = _local_states(raw, centres)
+    residuals = {where: np.log([p.value for _, p in found])
+                 - (centres[where] + np.minimum(0.0, local[where]))
+                 for where, found in raw.items()}
+    pooled: dict[tuple[str, str], list[float]] = {}
+    for where, r in residuals.items():
+        pooled.setdefault(where[:2], []).extend((-r[r < 0]).tolist())
     readings, levels, limits = [], {}, {}
     for where, found in raw.items():
-        logs = np.log([p.value for _, p in found])
-        residuals = logs - (centres[where] + np.minimum(0.0, local[where]))
-        below = -residuals[residuals < 0]
+        below = -residuals[where][residuals[where] < 0]
+        # a place's own spread once it has enough clean readings; before that, the spread
+        # of every place's clean readings on that machine (two readings are no estimate)
+        below = below if len(below) >= OWN_SPREAD_READINGS else np.array(pooled[where[:2]])
         spread = MAD_TO_SD * float(np.median(below)) if len(below) else 0.0
         limit = max(math.log(SLOW_RATIO), SLOW_SIGMAS * spread)
         enough = len(found) >= MIN_READINGS
         levels[where], limits[where] = math.exp(centres[where]), math.exp(limit)
-        for (s, p), e in zip(found, residuals.tolist(), strict=True):
+        for (s, p), e in zip(found, residuals[where].tolist(), strict=True):
             readings.append(Reading(s.key.machine, s.key.env, p.commit, s.key.benchmark,
                                     p.started_ms, p.value, math.exp(e),
                                     enough and e > limit))
