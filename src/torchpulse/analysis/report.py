@@ -118,7 +118,8 @@ def reach_text(report: Report) -> str:
         span = f"{reach[0]}" if reach[0] == reach[-1] else f"{reach[0]} to {reach[-1]}"
         parts.append(f"{len(reach)} would be within the threshold from {span} commits")
     if never:
-        parts.append(f"{never} would not (a quieter machine or a larger threshold would)")
+        parts.append(f"{never} would not at any number (they need a quieter machine or a "
+                     "larger threshold)")
     if toggling:
         parts.append(f"{toggling} toggle between levels")
     return f"of {len(unstable)} unstable series, at the noise measured so far: {', '.join(parts)}"
