@@ -164,6 +164,25 @@ def test_one_re_measured_reading_does_not_flip_other_commits_to_disturbed():
         assert 13.74 / 8.07 < min(found.limits.values()) < 3.0
 
 
+def test_a_canary_toggling_between_two_speeds_still_catches_a_doubling():
+    """The readings (ms) of a later `make dashboard` run: every place read either ~7.7 or
+    11-14 ms, so the spread below the median came out at 4 deviations = 3.84x, and a busy core
+    (2.2-2.6x on this canary) would have passed. Twice the local level is slow whatever the
+    spread; the ordinary 1.6x stays ordinary."""
+    values = {"_canary": [9.94, 10.82, 12.57, 7.98, 8.16],
+              "bench_autograd": [13.86, 9.8, 7.76, 7.74, 11.56],
+              "bench_cnns": [13.86, 14.21, 7.63, 7.65, 11.05],
+              "bench_rnns": [11.51, 10.59, 12.91, 8.56, 10.98],
+              "bench_compile": [8.08, 7.78, 7.77, 11.34, 12.66]}
+    starts = [0, 100, 200, 300, 400]
+    _, found = disturbance.assess(_places(values, starts))
+    assert found.slow == []
+    assert set(found.limits.values()) == {disturbance.MAX_SLOW_RATIO}
+    values["bench_rnns"][2] = 10.98 * 2.3
+    _, found = disturbance.assess(_places(values, starts))
+    assert [(r.benchmark.split(".")[0], r.commit) for r in found.slow] == [("bench_rnns", "c2")]
+
+
 def test_a_run_slow_from_end_to_end_is_still_slow():
     """The local level only ever lowers the usual one: a hog over a whole run is not taken
     for the machine's new speed."""

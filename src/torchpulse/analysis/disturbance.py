@@ -14,7 +14,8 @@ does. The rule (docs/detection.md explains the figures behind it):
   place's readings within LOCAL_S, each against its own usual level). It is never raised: a
   run that is slow from end to end is still slow, not a new normal.
 * A reading is *slow* when it exceeds its local level by more than SLOW_RATIO, or by
-  SLOW_SIGMAS robust deviations of the readings when they are noisier than that. The
+  SLOW_SIGMAS robust deviations of the readings when they are noisier than that, but never
+  by more than MAX_SLOW_RATIO. The
   deviation is measured on the readings below their local levels only: a disturbance only
   ever slows the canary, so those are the clean ones, and a run with many disturbed readings
   cannot widen its own limit. A place with fewer than OWN_SPREAD_READINGS such readings
@@ -52,6 +53,9 @@ CANARY_METHOD = "MachineCanary.time_reference"  # the canary's benchmark, in any
 ZOO_SUITE = "bench_compile"  # its benchmarks share a setup_cache that compiles the zoo
 SLOW_RATIO = 1.25
 SLOW_SIGMAS = 4.0
+# twice the local level is slow however noisy the canary: a busy core doubles the two-thread
+# canary, and a machine that toggles between speeds widens the spread past that
+MAX_SLOW_RATIO = 2.0
 REACH_S = 600.0
 MIN_READINGS = 3  # fewer readings give no usual level: nothing is flagged
 OWN_SPREAD_READINGS = 5  # readings below its level a place needs for a spread of its own
@@ -132,7 +136,7 @@ def _read(canaries) -> Canary:
         # of every place's clean readings on that machine (two readings are no estimate)
         below = below if len(below) >= OWN_SPREAD_READINGS else np.array(pooled[where[:2]])
         spread = MAD_TO_SD * float(np.median(below)) if len(below) else 0.0
-        limit = max(math.log(SLOW_RATIO), SLOW_SIGMAS * spread)
+        limit = min(max(math.log(SLOW_RATIO), SLOW_SIGMAS * spread), math.log(MAX_SLOW_RATIO))
         enough = len(found) >= MIN_READINGS
         levels[where], limits[where] = math.exp(centres[where]), math.exp(limit)
         for (s, p), e in zip(found, residuals[where].tolist(), strict=True):
