@@ -56,7 +56,7 @@ dashboard: $(STAMP) $(ASSETS)
 		[ -s .asv/disturbed.txt ] || break; \
 		echo "== re-measuring $$(wc -l < .asv/disturbed.txt) commit(s), pass $$pass of 2: measured on a disturbed machine, or a step seen in one run only"; \
 		TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --show-stderr \
-			--bench "$$bench" HASHFILE:.asv/disturbed.txt; \
+			--bench "$$bench" HASHFILE:.asv/disturbed.txt || exit $$?; \
 	done
 	$(BIN)/torchpulse publish
 	@echo "   view it:  $(BIN)/torchpulse serve   (http://127.0.0.1:8080/; file:// does not work)"
