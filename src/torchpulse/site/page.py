@@ -31,7 +31,8 @@ table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.7em; text-align: left; }
 th { background: #f4f4f4; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.status { white-space: nowrap; }
+td { overflow-wrap: anywhere; }  /* long dotted names break, so the status stays in view */
+td.status { min-width: 14em; max-width: 30em; overflow-wrap: normal; }
 td.env { font-size: 0.8em; }
 .regression, .up { color: #b00020; font-weight: 600; }
 .down { color: #1b7a1b; }
