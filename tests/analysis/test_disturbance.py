@@ -158,7 +158,7 @@ def test_one_re_measured_reading_does_not_flip_other_commits_to_disturbed():
     before, after = run(False), run(True)
     assert before.slow == after.slow == []
     # two clean readings a place are too few for a spread of its own: every place's limit
-    # comes from all of them (and a CPU hog's 2x+ still exceeds it: the tests above)
+    # comes from all of them (and a CPU hog still exceeds it: the tests below)
     for found in (before, after):
         assert len(set(found.limits.values())) == 1
         assert 13.74 / 8.07 < min(found.limits.values()) < 3.0
