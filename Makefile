@@ -45,8 +45,8 @@ dashboard: $(STAMP) $(ASSETS)
 	$(ASV) machine --yes >/dev/null
 	@if [ "$(COMMITS)" -gt "$(N)" ]; then range="HEAD~$(N)..HEAD"; else range="ALL"; fi; \
 	echo "== benchmarking $$range (preset $(PRESET), samples recorded; every default suite takes about 2 min a commit on 2 idle cores, docs/measurements.md)"; \
-	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --skip-existing-successful \
-		--show-stderr --bench "$(MEASURED)" "$$range"
+	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --interleave-rounds \
+		--skip-existing-successful --show-stderr --bench "$(MEASURED)" "$$range"
 	@# points the machine canary marks disturbed, and steps seen in one run only (the
 	@# newest point of their series), are measured again (see README); a second pass for
 	@# what the first one's readings changed or measured on a still disturbed machine
@@ -55,8 +55,8 @@ dashboard: $(STAMP) $(ASSETS)
 			--hashfile .asv/disturbed.txt --confirm .asv/confirmed.txt) || exit 2; \
 		[ -s .asv/disturbed.txt ] || break; \
 		echo "== re-measuring $$(wc -l < .asv/disturbed.txt) commit(s), pass $$pass of 2: measured on a disturbed machine, or a step seen in one run only"; \
-		TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --show-stderr \
-			--bench "$$bench" HASHFILE:.asv/disturbed.txt || exit $$?; \
+		TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --interleave-rounds \
+			--show-stderr --bench "$$bench" HASHFILE:.asv/disturbed.txt || exit $$?; \
 	done
 	$(BIN)/torchpulse publish
 	@echo "   view it:  $(BIN)/torchpulse serve   (http://127.0.0.1:8080/; file:// does not work)"

@@ -75,13 +75,14 @@ class _WorkloadSuite:
 
     family = ""
     param_names = ["runner"]
-    # One process per benchmark, warmed up by torchpulse: no asv warm-up, one call per
-    # sample, at least 8 samples, more (up to 20) while under 0.3 s of measured time. More
-    # samples barely narrow a commit's level: the run-to-run spread dominates it.
-    rounds = 1
+    # One process per benchmark and round, warmed up by torchpulse: no asv warm-up, one call
+    # per sample. Two rounds of 4-10 samples (more while under 0.15 s of measured time): run
+    # with --interleave-rounds, a commit's samples come from two moments of the run, since
+    # the run-to-run spread, not the sample count, limits a commit's level.
+    rounds = 2
     number = 1
     warmup_time = 0.0
-    repeat = (8, 20, 0.3)
+    repeat = (4, 10, 0.15)
     timer = staticmethod(_read_region_clock)
 
     def setup(self, runner):

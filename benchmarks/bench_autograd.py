@@ -65,11 +65,12 @@ def _version(tasks):
 
 class _Pairs:
     param_names = ["model", "task"]
-    # built and warmed up once per process (torchpulse.suite); 4 to 12 samples within 0.3 s
-    rounds = 1
+    # built and warmed up once per process (torchpulse.suite); two rounds (see
+    # _common._WorkloadSuite) of 2 to 6 samples within 0.15 s
+    rounds = 2
     number = 1
     warmup_time = 0.0
-    repeat = (4, 12, 0.3)
+    repeat = (2, 6, 0.15)
 
     def setup(self, model, task):
         _check_api()

@@ -14,7 +14,7 @@ import pytest
 
 from torchpulse.cli import main
 from torchpulse.fleet import driver, plan, simulated
-from torchpulse.fleet.node import MACHINE, SLOT, NodeError, machine_name
+from torchpulse.fleet.node import MACHINE, SLOT, NodeError, final_round_commit, machine_name
 from torchpulse.results import asv_results
 from torchpulse.results.project import Project
 
@@ -91,6 +91,16 @@ def test_a_nodes_machine_name_is_its_resource_or_its_host():
         machine_name({MACHINE + "a": 1, MACHINE + "b": 1})
     with pytest.raises(ValueError):
         machine_name({MACHINE + "<script>": 1})
+
+
+def test_a_commit_is_handed_on_only_in_its_final_round():
+    # asv --interleave-rounds visits every commit once per round: a commit's files are whole
+    # only after its last round, so earlier rounds' lines start nothing
+    line = "[ 50.00%] · For proj commit d5d6f24e <main>{}:"
+    assert final_round_commit(line.format("")) == "d5d6f24e"
+    assert final_round_commit(line.format(" (round 1/2)")) is None
+    assert final_round_commit(line.format(" (round 2/2)")) == "d5d6f24e"
+    assert final_round_commit("[ 50.00%] ·· Building for virtualenv-py3.11") is None
 
 
 def test_an_address_where_nothing_listens_is_refused_at_once():

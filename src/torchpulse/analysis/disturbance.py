@@ -60,6 +60,7 @@ MAX_SLOW_RATIO = 1.8
 REACH_S = 600.0
 MIN_READINGS = 3  # fewer readings give no usual level: nothing is flagged
 OWN_SPREAD_READINGS = 5  # readings below its level a place needs for a spread of its own
+ROUND_SAMPLES = 10  # the canary's samples in each round (benchmarks/_canary.py, repeat)
 LOCAL_S = 1800.0  # the machine's own speed around a reading: the readings this near in time
 MIN_LOCAL = 8  # ... when there are this many (two commits' worth), else the usual level
 
@@ -115,12 +116,24 @@ def assess(series: list[Series]) -> tuple[list[Series], Canary]:
     return flagged, canary
 
 
+def reading(point: Point) -> float:
+    """A canary point's reading (s). asv appends each round's samples to the earlier
+    rounds' and stores the last round's time only: with several rounds of
+    ROUND_SAMPLES each, the reading is the slowest round's median, so that a machine
+    disturbed in any round of the suites around it reads slow; else asv's value."""
+    samples, k = point.samples, ROUND_SAMPLES
+    if len(samples) > k and len(samples) % k == 0 and all(v > 0 for v in samples):
+        return max(float(np.median(samples[i:i + k])) for i in range(0, len(samples), k))
+    return point.value
+
+
 def _read(canaries) -> Canary:
     raw: dict[tuple[str, str, str], list[tuple[Series, Point]]] = {}
     for s in canaries:
         for p in s.points:
             if p.started_ms is not None and p.value > 0:
-                raw.setdefault((s.key.machine, s.key.env, s.key.benchmark), []).append((s, p))
+                raw.setdefault((s.key.machine, s.key.env, s.key.benchmark), []).append(
+                    (s, dataclasses.replace(p, value=reading(p))))
     centres = {where: float(np.median(np.log([p.value for _, p in found])))
                for where, found in raw.items()}
     local = _local_states(raw, centres)

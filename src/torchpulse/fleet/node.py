@@ -33,8 +33,18 @@ MACHINE = "torchpulse_machine_"  # + the node's asv machine name
 CLASS = "torchpulse_class_"  # + a machine class (GPU model) the node belongs to
 
 
-# asv's line as it starts measuring a commit: "[ 0.00%] · For <project> commit d5d6f24e <main>:"
-_COMMIT_LINE = re.compile(r"· For .* commit ([0-9a-f]{8})\b")
+# asv's line as it starts measuring a commit: "[ 0.00%] · For <project> commit d5d6f24e <main>:",
+# with " (round 1/2)" when rounds are interleaved across the commits
+_COMMIT_LINE = re.compile(r"· For .* commit ([0-9a-f]{8})\b(?:.*\(round (\d+)/(\d+)\))?")
+
+
+def final_round_commit(line: str) -> str | None:
+    """The commit prefix asv starts measuring on ``line``, when in its final round (a
+    commit's files are whole only then): earlier rounds revisit every commit."""
+    found = _COMMIT_LINE.search(line)
+    if found is None or (found.group(2) is not None and found.group(2) != found.group(3)):
+        return None
+    return found.group(1)
 
 
 # asv started through this: on Linux it is killed when the node's worker dies
@@ -139,8 +149,8 @@ class Node:
         hashfile = self.scratch / "commits.txt"
         hashfile.write_text("".join(f"{c}\n" for c in commits))
         command = [self.python, "-c", _LAUNCH, "run", "--config", str(self.config), "--machine",
-                   self.machine, "--bench", self.bench, "--record-samples", "--show-stderr",
-                   f"HASHFILE:{hashfile}"]
+                   self.machine, "--bench", self.bench, "--record-samples",
+                   "--interleave-rounds", "--show-stderr", f"HASHFILE:{hashfile}"]
         by_prefix = {c[:8]: c for c in commits}
         handed: set[str] = set()
         current: str | None = None
@@ -154,12 +164,12 @@ class Node:
             for line in proc.stdout:
                 log.write(line)
                 tail = [*tail[-20:], line]
-                started = _COMMIT_LINE.search(line)
-                if started and started.group(1) in by_prefix:
+                started = final_round_commit(line)
+                if started in by_prefix:
                     if current is not None:
                         handed.add(current)
                         yield current, self.files(current)
-                    current = by_prefix[started.group(1)]
+                    current = by_prefix[started]
             code = proc.wait()
         text = "".join(tail)
         if code not in (0, 2) and "No benchmarks selected" not in text:  # 2: a benchmark

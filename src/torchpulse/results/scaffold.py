@@ -172,8 +172,8 @@ BRANCH := {branch}
 # the last N commits of $(BRANCH), measured once each (re-runs measure only new commits)
 dashboard:
 \tasv machine --yes >/dev/null
-\tTORCHPULSE_PRESET=$(PRESET) asv run --record-samples --skip-existing-successful \\
-\t\t--show-stderr "$(BRANCH)~$(N)..$(BRANCH)"
+\tTORCHPULSE_PRESET=$(PRESET) asv run --record-samples --interleave-rounds \\
+\t\t--skip-existing-successful --show-stderr "$(BRANCH)~$(N)..$(BRANCH)"
 \t$(MAKE) publish alert
 
 publish:
