@@ -6,11 +6,14 @@ concludes with and without its rule.
     TORCHPULSE_PRESET=cpu .venv/bin/python scripts/measure_disturbance.py \
         --range HEAD~7..HEAD --bench '^(_canary|bench_rnns|bench_cnns)' --hog-from 1 --hog-to 2
 
-Run it in a scratch clone: it replaces that clone's results of the range. asv measures a
-range newest first; the hog (one busy Python process) starts when asv reaches commit number
---hog-from of its run and stops when it reaches the one after --hog-to (default: the end).
-A point "overlaps" the hog when its asv job ran while the hog did; the canary should mark
-those points disturbed and none of the others.
+Run it in a scratch clone: it replaces that clone's results of the range. asv measures the
+range as make dashboard does, two rounds interleaved (one pass over the commits oldest first,
+then one newest first: 2N commit lines in all); the hog (one busy Python process) starts when
+asv reaches commit line --hog-from of its run and stops when it reaches the one after
+--hog-to (default: the end). A point "overlaps" the hog when its stored asv job (its last
+round) ran while the hog did, or when its commit's earlier round was measured under the hog
+(asv keeps no time for that round); the canary should mark those points disturbed and none
+of the others.
 """
 
 import argparse
@@ -27,20 +30,22 @@ from torchpulse.analysis.report import counts
 from torchpulse.analysis.series import load_series
 from torchpulse.results.project import Project
 
-COMMIT_LINE = re.compile(r"For \S+ commit ([0-9a-f]{8})")
+COMMIT_LINE = re.compile(r"For \S+ commit ([0-9a-f]{8})\b(?:.*\(round (\d+)/(\d+)\))?")
 WINDOW = "hog-window.json"  # the hog's start and end (ms), for --analyse-only
 
 
 def run_with_hog(commit_range: str, bench: str, hog_from: int, hog_to: int | None
-                 ) -> tuple[float, float]:
-    """asv run over the range; returns the hog's window (ms since the epoch)."""
+                 ) -> tuple[float, float, list[str]]:
+    """asv run over the range; returns the hog's window (ms since the epoch) and the commits
+    (8-hex prefixes) whose earlier round ran under it."""
     asv = subprocess.Popen([sys.executable, "-m", "asv", "run", "--record-samples",
-                            "--bench", bench, commit_range], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-    hog, started, ended, seen = None, 0.0, None, 0
+                            "--interleave-rounds", "--bench", bench, commit_range],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    hog, started, ended, seen, earlier = None, 0.0, None, 0, []
     for line in asv.stdout:
         print(line, end="", flush=True)
-        if COMMIT_LINE.search(line):
+        found = COMMIT_LINE.search(line)
+        if found:
             seen += 1
             if seen == hog_from and hog is None:
                 started = time.time() * 1000
@@ -49,6 +54,8 @@ def run_with_hog(commit_range: str, bench: str, hog_from: int, hog_to: int | Non
             if hog_to is not None and seen == hog_to + 1 and hog is not None:
                 ended = _stop(hog)
                 print("== CPU hog stopped", flush=True)
+            if hog is not None and ended is None and found.group(2) != found.group(3):
+                earlier.append(found.group(1))
     asv.wait()
     if hog is not None and ended is None:
         ended = _stop(hog)
@@ -56,7 +63,7 @@ def run_with_hog(commit_range: str, bench: str, hog_from: int, hog_to: int | Non
         sys.exit(f"asv run failed ({asv.returncode})")
     if hog is None:
         sys.exit(f"asv ran fewer than {hog_from} commits: no hog")
-    return started, ended
+    return started, ended, earlier
 
 
 def _stop(hog: subprocess.Popen) -> float:
@@ -70,19 +77,19 @@ def main() -> int:
     parser.add_argument("--range", default="HEAD~7..HEAD")
     parser.add_argument("--bench", default="^(_canary|bench_rnns|bench_cnns)")
     parser.add_argument("--hog-from", type=int, default=6,
-                        help="the hog starts with this commit of the run (1 = the first)")
+                        help="the hog starts with this commit line of the run (1 = the first)")
     parser.add_argument("--hog-to", type=int, default=None,
-                        help="the hog stops after this commit of the run (default: the end)")
+                        help="the hog stops after this commit line of the run (default: the end)")
     parser.add_argument("--analyse-only", action="store_true",
                         help=f"no run: analyse the stored results with the window in {WINDOW}")
     args = parser.parse_args()
     if args.analyse_only:
         with open(WINDOW) as f:
-            start, end = json.load(f)
+            start, end, earlier = json.load(f)
     else:
-        start, end = run_with_hog(args.range, args.bench, args.hog_from, args.hog_to)
+        start, end, earlier = run_with_hog(args.range, args.bench, args.hog_from, args.hog_to)
         with open(WINDOW, "w") as f:
-            json.dump([start, end], f)
+            json.dump([start, end, earlier], f)
 
     project = Project.load("asv.conf.json")
     history = project.history()
@@ -93,7 +100,9 @@ def main() -> int:
         for p in s.points:
             if p.started_ms is None or p.seconds is None:
                 continue
-            hit = p.started_ms < end and p.started_ms + 1000 * p.seconds > start
+            # peakmem_* run in the final round only
+            hit = (p.started_ms < end and p.started_ms + 1000 * p.seconds > start
+                   or ".time_" in s.key.benchmark and p.commit[:8] in earlier)
             overlap += hit
             disturbed += p.disturbed
             caught += hit and p.disturbed
