@@ -77,7 +77,16 @@ def test_a_slow_earlier_round_makes_the_reading_slow():
     jobs = workload([0.01] * 6, [50, 150, 250, 350, 450, 550])
     (flagged,), found = disturbance.assess([readings, jobs])
     assert [r.slow for r in found.readings] == [False, False, True, False, False, False]
-    assert flags(flagged) == [False, True, True, False, False, False]
+    # c2's point, after c2's reading, is disturbed; c1's, before it, ran next to its calm
+    # last round only
+    assert flags(flagged) == [False, False, True, False, False, False]
+    # a point of another commit next to that reading in time ran next to its last round,
+    # which was calm: not disturbed
+    assert found.readings[2].last_slow is False
+    neighbour = workload([0.01], [205])  # commit c0, its job right after c2's reading
+    assert flags(disturbance.assess([readings, neighbour])[0][0]) == [False]
+    same = workload([0.01] * 3, [None, None, 205])  # c2's own point there: disturbed
+    assert flags(disturbance.assess([readings, same])[0][0]) == [False, False, True]
     # against the stored value alone nothing would be slow
     stored = Series(key, "seconds", [dataclasses.replace(p, samples=()) for p in readings.points])
     assert not any(flags(disturbance.assess([stored, jobs])[0][0]))

@@ -27,6 +27,12 @@ does. The rule (docs/detection.md explains the figures behind it):
   its asv job started, or the one nearest after it ended, is slow. Readings further than
   REACH_S away say nothing about it; points that no asv run timed (imported results: asv
   stores no job duration for them) are never flagged.
+* The timed suites and the canaries between them run in two rounds, interleaved across the
+  commits; asv stores a benchmark's samples of both rounds but only its last round's time.
+  A reading is the slowest round's median (``reading``): a point's earlier round ran next
+  to the same places' earlier readings of its own commit. A reading of another commit (the
+  next commit's first, the previous one's last) counts with its last round only, the one
+  that ran next to the point's stored job.
 * Disturbed points stay in the series and are shown, marked; detection leaves them out. A
   disturbed commit can then neither fake a step nor hide one, and a step found after one is
   located to the range from the last undisturbed commit.
@@ -74,9 +80,12 @@ class Reading:
     commit: str
     benchmark: str
     started_ms: float
-    value: float  # seconds
+    value: float  # seconds: the slowest round's (``reading``)
     ratio: float  # against the usual level of its machine and environment
     slow: bool
+    # the last round's median alone is slow: that round is the one asv placed in time, the
+    # only one next to other commits' jobs
+    last_slow: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,15 +125,21 @@ def assess(series: list[Series]) -> tuple[list[Series], Canary]:
     return flagged, canary
 
 
-def reading(point: Point) -> float:
-    """A canary point's reading (s). asv appends each round's samples to the earlier
-    rounds' and stores the last round's time only: with several rounds of
-    ROUND_SAMPLES each, the reading is the slowest round's median, so that a machine
-    disturbed in any round of the suites around it reads slow; else asv's value."""
+def rounds(point: Point) -> list[float]:
+    """A canary point's per-round medians (s), in the order run. asv appends each round's
+    samples to the earlier rounds' and stores the last round's time only; the canary takes
+    ROUND_SAMPLES a round. Samples that do not split so (one round, none recorded): asv's
+    value alone."""
     samples, k = point.samples, ROUND_SAMPLES
     if len(samples) > k and len(samples) % k == 0 and all(v > 0 for v in samples):
-        return max(float(np.median(samples[i:i + k])) for i in range(0, len(samples), k))
-    return point.value
+        return [float(np.median(samples[i:i + k])) for i in range(0, len(samples), k)]
+    return [point.value]
+
+
+def reading(point: Point) -> float:
+    """A canary point's reading (s): the slowest round's median, so that a machine disturbed
+    in any round of the suites around it reads slow."""
+    return max(rounds(point))
 
 
 def _read(canaries) -> Canary:
@@ -154,9 +169,10 @@ def _read(canaries) -> Canary:
         enough = len(found) >= MIN_READINGS
         levels[where], limits[where] = math.exp(centres[where]), math.exp(limit)
         for (s, p), e in zip(found, residuals[where].tolist(), strict=True):
+            last = e - math.log(p.value) + math.log(rounds(p)[-1])
             readings.append(Reading(s.key.machine, s.key.env, p.commit, s.key.benchmark,
                                     p.started_ms, p.value, math.exp(e),
-                                    enough and e > limit))
+                                    enough and e > limit, enough and last > limit))
     return Canary(tuple(readings), levels, limits)
 
 
@@ -198,7 +214,9 @@ def _disturbed(point: Point, readings: list[Reading], starts: list[float]) -> bo
         near.append(readings[before])
     if after < len(readings) and starts[after] - end <= reach:
         near.append(readings[after])
-    return any(r.slow for r in near)
+    # the point's earlier rounds ran next to its own commit's readings at the same places;
+    # only the last round ran next to another commit's (the first and last jobs of a commit)
+    return any(r.slow if r.commit == point.commit else r.last_slow for r in near)
 
 
 @dataclass(frozen=True)
