@@ -29,10 +29,11 @@ does. The rule (docs/detection.md explains the figures behind it):
   stores no job duration for them) are never flagged.
 * The timed suites and the canaries between them run in two rounds, interleaved across the
   commits; asv stores a benchmark's samples of both rounds but only its last round's time.
-  A reading is the slowest round's median (``reading``): a point's earlier round ran next
-  to the same places' earlier readings of its own commit. A reading of another commit (the
-  next commit's first, the previous one's last) counts with its last round only, the one
-  that ran next to the point's stored job.
+  Each round's median is a reading of its own for the levels and the spread, and a
+  reading is slow when any of its rounds is (``reading``: the slowest): a point's earlier
+  round ran next to the same places' earlier readings of its own commit. A reading of
+  another commit (the next commit's first, the previous one's last) counts with its last
+  round only, the one that ran next to the point's stored job.
 * Disturbed points stay in the series and are shown, marked; detection leaves them out. A
   disturbed commit can then neither fake a step nor hide one, and a step found after one is
   located to the range from the last undisturbed commit.
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -143,12 +145,15 @@ def reading(point: Point) -> float:
 
 
 def _read(canaries) -> Canary:
+    # Each round of a reading is a reading of its own for the levels and the spread: the
+    # slower of two rounds sits above one round's level, and on a machine toggling between
+    # two speeds it would widen the spread. A reading is slow when any of its rounds is.
     raw: dict[tuple[str, str, str], list[tuple[Series, Point]]] = {}
     for s in canaries:
         for p in s.points:
             if p.started_ms is not None and p.value > 0:
-                raw.setdefault((s.key.machine, s.key.env, s.key.benchmark), []).append(
-                    (s, dataclasses.replace(p, value=reading(p))))
+                raw.setdefault((s.key.machine, s.key.env, s.key.benchmark), []).extend(
+                    (s, dataclasses.replace(p, value=m)) for m in rounds(p))
     centres = {where: float(np.median(np.log([p.value for _, p in found])))
                for where, found in raw.items()}
     local = _local_states(raw, centres)
@@ -166,13 +171,19 @@ def _read(canaries) -> Canary:
         below = below if len(below) >= OWN_SPREAD_READINGS else np.array(pooled[where[:2]])
         spread = MAD_TO_SD * float(np.median(below)) if len(below) else 0.0
         limit = min(max(math.log(SLOW_RATIO), SLOW_SIGMAS * spread), math.log(MAX_SLOW_RATIO))
-        enough = len(found) >= MIN_READINGS
+        enough = len({(p.commit, p.started_ms) for _, p in found}) >= MIN_READINGS
         levels[where], limits[where] = math.exp(centres[where]), math.exp(limit)
-        for (s, p), e in zip(found, residuals[where].tolist(), strict=True):
-            last = e - math.log(p.value) + math.log(rounds(p)[-1])
+        rows = zip(found, residuals[where].tolist(), strict=True)
+        for _, group in itertools.groupby(rows, key=lambda row: (row[0][0].key,
+                                                                 row[0][1].commit,
+                                                                 row[0][1].started_ms)):
+            taken = list(group)
+            (s, p), _ = taken[0]
+            worst = max(e for _, e in taken)
             readings.append(Reading(s.key.machine, s.key.env, p.commit, s.key.benchmark,
-                                    p.started_ms, p.value, math.exp(e),
-                                    enough and e > limit, enough and last > limit))
+                                    p.started_ms, max(q.value for (_, q), _ in taken),
+                                    math.exp(worst), enough and worst > limit,
+                                    enough and taken[-1][1] > limit))
     return Canary(tuple(readings), levels, limits)
 
 
