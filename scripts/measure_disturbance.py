@@ -19,7 +19,6 @@ of the others.
 import argparse
 import dataclasses
 import json
-import re
 import subprocess
 import sys
 import time
@@ -28,9 +27,9 @@ from torchpulse.analysis import disturbance
 from torchpulse.analysis.alert import REGRESSION, evaluate
 from torchpulse.analysis.report import counts
 from torchpulse.analysis.series import load_series
+from torchpulse.fleet.node import commit_line
 from torchpulse.results.project import Project
 
-COMMIT_LINE = re.compile(r"For \S+ commit ([0-9a-f]{8})\b(?:.*\(round (\d+)/(\d+)\))?")
 WINDOW = "hog-window.json"  # the hog's start and end (ms), for --analyse-only
 
 
@@ -44,7 +43,7 @@ def run_with_hog(commit_range: str, bench: str, hog_from: int, hog_to: int | Non
     hog, started, ended, seen, earlier = None, 0.0, None, 0, []
     for line in asv.stdout:
         print(line, end="", flush=True)
-        found = COMMIT_LINE.search(line)
+        found = commit_line(line)
         if found:
             seen += 1
             if seen == hog_from and hog is None:
@@ -54,8 +53,8 @@ def run_with_hog(commit_range: str, bench: str, hog_from: int, hog_to: int | Non
             if hog_to is not None and seen == hog_to + 1 and hog is not None:
                 ended = _stop(hog)
                 print("== CPU hog stopped", flush=True)
-            if hog is not None and ended is None and found.group(2) != found.group(3):
-                earlier.append(found.group(1))
+            if hog is not None and ended is None and not found[1]:
+                earlier.append(found[0])
     asv.wait()
     if hog is not None and ended is None:
         ended = _stop(hog)

@@ -181,7 +181,7 @@ def _read(canaries) -> Canary:
             (s, p), _ = taken[0]
             worst = max(e for _, e in taken)
             readings.append(Reading(s.key.machine, s.key.env, p.commit, s.key.benchmark,
-                                    p.started_ms, max(q.value for (_, q), _ in taken),
+                                    p.started_ms, reading(p),
                                     math.exp(worst), enough and worst > limit,
                                     enough and taken[-1][1] > limit))
     return Canary(tuple(readings), levels, limits)

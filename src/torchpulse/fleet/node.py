@@ -38,13 +38,20 @@ CLASS = "torchpulse_class_"  # + a machine class (GPU model) the node belongs to
 _COMMIT_LINE = re.compile(r"· For .* commit ([0-9a-f]{8})\b(?:.*\(round (\d+)/(\d+)\))?")
 
 
+def commit_line(line: str) -> tuple[str, bool] | None:
+    """The commit prefix asv starts measuring on ``line``, and whether this is its final
+    round (always, with rounds not interleaved); None for any other line."""
+    found = _COMMIT_LINE.search(line)
+    if found is None:
+        return None
+    return found.group(1), found.group(2) is None or found.group(2) == found.group(3)
+
+
 def final_round_commit(line: str) -> str | None:
     """The commit prefix asv starts measuring on ``line``, when in its final round (a
     commit's files are whole only then): earlier rounds revisit every commit."""
-    found = _COMMIT_LINE.search(line)
-    if found is None or (found.group(2) is not None and found.group(2) != found.group(3)):
-        return None
-    return found.group(1)
+    found = commit_line(line)
+    return found[0] if found is not None and found[1] else None
 
 
 # asv started through this: on Linux it is killed when the node's worker dies
