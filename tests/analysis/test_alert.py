@@ -25,7 +25,7 @@ def test_json_contract_and_planted_steps(alert_project, tmp_path, capsys):
         assert set(a) == {"benchmark", "params", "machine", "env", "commit", "previous_commit",
                           "culprits", "before", "after", "ratio", "unit", "pvalue", "direction",
                           "noisy", "unmeasured_commits", "disturbed_before", "confirmed",
-                          "bisect"}
+                          "bisect", "drifts"}
         assert a["direction"] == "regression" and a["ratio"] > 1 and a["unit"] == "seconds"
         assert a["culprits"][0] == a["commit"]
         assert a["ratio"] == pytest.approx(a["after"] / a["before"])
@@ -224,3 +224,38 @@ def test_an_alert_after_unmeasured_commits_prints_the_bisect_command(alert_proje
     assert command in capsys.readouterr().out
     assert alert(path, "--format", "markdown") == 1
     assert "2 unmeasured commit(s) before" in capsys.readouterr().out
+
+
+def test_history_lists_a_drift_once_as_a_range_in_every_format(tmp_path, capsys):
+    """A project whose one series drifts +10 % over commits 10-30 of 40, noiselessly: one
+    finding that names the range, not a change point a commit."""
+    import numpy as np
+
+    shas = synthetic._git_repo(tmp_path, 40)
+    (tmp_path / "asv.conf.json").write_text(json.dumps(synthetic.CONF))
+    from torchpulse.files import write_json_atomically
+    from torchpulse.results import asv_results
+
+    results_dir = tmp_path / "results"
+    write_json_atomically(results_dir / "m" / "machine.json", {"machine": "m", "version": 1})
+    write_json_atomically(results_dir / "benchmarks.json", {
+        "b.track_x": {"name": "b.track_x", "params": [], "param_names": [], "type": "track",
+                      "unit": "unit", "version": "1"}, "version": 2})
+    ramp = 0.01 * np.exp(np.clip((np.arange(40) - 10) / 20, 0, 1) * np.log(1.1))
+    for i, sha in enumerate(shas):
+        r = asv_results.new({"machine": "m"}, sha, 1_700_000_000_000 + i, "3.11", "e")
+        asv_results.add(r, "b.track_x", "1", [], [float(ramp[i])])
+        asv_results.save(r, results_dir, asv_results.filename("m", sha, "e"))
+    out = tmp_path / "history.json"
+    assert alert(tmp_path, "--history", "--format", "json", "--output", str(out)) == 0
+    (finding,) = json.loads(out.read_text())["alerts"]
+    (span,) = finding["drifts"]
+    assert abs(shas.index(span["first"]) - 10) <= 2 and abs(shas.index(span["last"]) - 30) <= 2
+    assert finding["ratio"] == pytest.approx(1.1, abs=0.01)
+    capsys.readouterr()
+    # the active view: a regression over that range, in text and markdown alike
+    assert alert(tmp_path) == 1
+    text = capsys.readouterr().out
+    assert f"a slow drift, not a step: drift over {span['first'][:8]}..{span['last'][:8]}" in text
+    assert alert(tmp_path, "--format", "markdown") == 1
+    assert f"drift `{span['first'][:12]}`..`{span['last'][:12]}`" in capsys.readouterr().out

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from torchpulse.analysis.detect import (
+    MAD_TO_SD,
     REACH_CAP,
     Point,
     analyse,
@@ -14,6 +15,8 @@ from torchpulse.analysis.detect import (
     find_spikes,
     max_split_pvalue,
     mde_factor,
+    resolution,
+    spread,
 )
 
 
@@ -269,3 +272,118 @@ def test_nothing_clearly_below_the_threshold_is_reported():
     for seed in range(10):
         verdict = analyse(make(step(60, 55, 0.02), cv=0.02, seed=seed))
         assert all(a.ratio - 1 >= 0.025 for a in verdict.active)
+
+
+# --- series shapes beyond lognormal noise: counts, constants, coarse timers, drifts ---
+
+
+def _count(n, seed, step_at=None, centre=0.6):
+    """An integer count around 34 that moves by one unit, three distinct values."""
+    rng = np.random.default_rng(seed)
+    moves = rng.choice([-1.0, 0.0, 1.0], size=n, p=[(1 - centre) / 2, centre, (1 - centre) / 2])
+    level = 34.0 + (np.arange(n) >= step_at if step_at is not None else 0.0)
+    return [Point(f"c{i}", float(v)) for i, v in enumerate(level + moves)]
+
+
+def test_spread_does_not_collapse_on_ties_or_two_modes():
+    ties = np.array([0.0] * 70 + [1.0] * 15 + [-1.0] * 15)
+    assert MAD_TO_SD * np.median(np.abs(ties)) == 0.0  # what the median deviation says
+    assert spread(ties) == pytest.approx(np.sqrt(0.3), rel=0.35)
+    modes = np.array([0.0] * 70 + [4.0] * 30)
+    assert spread(modes) > 1.0  # the larger mode alone would say 0
+    normal = np.random.default_rng(0).normal(0, 1, 200)
+    assert spread(normal) == pytest.approx(MAD_TO_SD * np.median(np.abs(normal
+                                                                       - np.median(normal))))
+
+
+def test_resolution_is_a_grid_of_three_values_or_none():
+    assert resolution(np.array([33.0, 34.0, 35.0, 34.0])) == 1.0
+    assert resolution(np.array([19e-6, 20e-6, 22e-6])) == pytest.approx(1e-6)
+    assert resolution(np.array([0.010, 0.015])) == 0.0  # two values may be a step
+    assert resolution(np.array([0.0101, 0.0132, 0.0177])) == 0.0  # continuous
+
+
+def test_max_split_pvalue_is_one_near_zero():
+    # Siegmund's tail approximation tends to 0 there; no stretch is split by nothing
+    assert max_split_pvalue(1e-12, 100) == pytest.approx(1.0)
+    assert max_split_pvalue(0.5, 100) > 0.5
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_count_that_moves_by_one_unit_has_no_change_point(seed):
+    verdict = analyse(_count(200, seed))
+    assert verdict.change_points == () and verdict.active == () and verdict.drifts == ()
+    assert verdict.noise.cv > 0.005  # its real noise (0.63 of 34), not a collapsed floor
+
+
+def test_one_unit_up_on_a_count_is_found_where_it_is():
+    found = 0
+    for seed in range(10):
+        verdict = analyse(_count(100, seed, step_at=75))
+        found += any(abs(c.index - 75) <= 3 for c in verdict.change_points)
+    assert found >= 9
+
+
+@pytest.mark.parametrize("value", [123456789.0, 0.0123])
+def test_an_exactly_constant_series_is_ok_at_the_noise_floor(value):
+    verdict = analyse([Point(f"c{i}", value) for i in range(40)])
+    assert verdict.change_points == () and verdict.active == ()
+    assert verdict.noise.cv == pytest.approx(0.001) and not verdict.noise.unstable
+    assert 0 < verdict.noise.mde < 0.05
+    # a step of 2 % on it is real; one below the floor is not
+    stepped = [Point(f"c{i}", value * (1.02 if i >= 30 else 1.0)) for i in range(40)]
+    assert [c.index for c in analyse(stepped).change_points] == [30]
+    tiny = [Point(f"c{i}", value * (1.0002 if i >= 30 else 1.0)) for i in range(40)]
+    assert analyse(tiny).change_points == ()
+    assert analyse(stepped, floor=0.05).change_points == ()  # the user's floor
+
+
+def test_a_timer_that_rounds_to_a_coarse_tick_has_no_change_point():
+    rng = np.random.default_rng(3)
+    points = []
+    for i in range(120):
+        samples = np.round(20e-6 * np.exp(rng.normal(0, 0.01) + rng.normal(0, 0.02, 5)) / 1e-6)
+        samples = samples * 1e-6
+        points.append(Point(f"c{i}", float(np.median(samples)), tuple(samples.tolist())))
+    verdict = analyse(points)
+    assert verdict.change_points == () and verdict.active == ()
+
+
+def _drift(n, a, b, total, noise=0.0, seed=0, step_at=None):
+    rng = np.random.default_rng(seed)
+    ramp = np.clip((np.arange(n) - a) / (b - a), 0, 1) * math.log1p(total)
+    if step_at is not None:
+        ramp[step_at:] += math.log1p(0.05)
+    values = 0.01 * np.exp(ramp + rng.normal(0, noise, n))
+    return [Point(f"c{i}", float(v)) for i, v in enumerate(values)]
+
+
+def test_a_smooth_drift_is_one_drift_not_a_change_point_a_commit():
+    verdict = analyse(_drift(200, 60, 160, 0.05))
+    assert verdict.change_points == ()
+    (drift,) = verdict.drifts
+    assert abs(drift.start - 60) <= 3 and abs(drift.end - 160) <= 3
+    assert drift.ratio == pytest.approx(1.05, abs=0.005)
+
+
+def test_a_drift_past_the_threshold_is_a_regression_over_a_range():
+    verdict = analyse(_drift(100, 40, 90, 0.10))
+    (active,) = verdict.active
+    (span,) = active.drifts
+    assert abs(span[0] - 40) <= 3 and abs(span[1] - 90) <= 3
+    assert active.ratio == pytest.approx(1.10, abs=0.01) and active.culprits == (span[0],)
+    # below the threshold: a drift, and no alert
+    assert analyse(_drift(100, 40, 90, 0.02)).active == ()
+
+
+def test_a_step_inside_a_drift_is_the_one_change_point():
+    verdict = analyse(_drift(120, 0, 119, 0.05, noise=0.003, seed=4, step_at=70))
+    assert [c.index for c in verdict.change_points] == [70]
+    assert len(verdict.drifts) >= 1
+
+
+def test_a_staircase_of_clear_steps_stays_steps():
+    history = levels_of((1.0, 20), (1.08, 20), (1.16, 20))
+    verdict = analyse(make(history, cv=0.01))
+    assert [c.index for c in verdict.change_points] == [20, 40]
+    assert verdict.drifts == ()

@@ -1,6 +1,7 @@
 """The CI gate script and `torchpulse evaluate-detection`, run as a user runs them: the real
 command line in subprocesses over synthetic asv projects."""
 
+import json
 import os
 import subprocess
 import sys
@@ -101,9 +102,14 @@ def test_ci_gate_distinguishes_regression_and_failed_benchmark(alert_project, qu
 def test_evaluate_detection_runs_torchpulse_and_asv(tmp_path, capsys):
     code = main(["evaluate-detection", "--commits", "25", "--per-cell", "1",
                  "--noise-series", "2", "--no-otava", "--keep", str(tmp_path / "p"),
-                 "--output", str(tmp_path / "eval.md")])
+                 "--shape-commits", "30", "--output", str(tmp_path / "eval.md")])
     assert code in (0, 1)  # a run this small may miss a target; the tables must be there
     text = (tmp_path / "eval.md").read_text()
     assert "| torchpulse | torchpulse, one run | asv |" in text and "False alarms" in text
     assert "against the targets" in text
-    assert (tmp_path / "p" / "html" / "regressions.json").is_file()
+    assert (tmp_path / "p" / "synthetic" / "html" / "regressions.json").is_file()
+    # the second family: every shape, each planted change, and its targets
+    truth = json.loads((tmp_path / "p" / "shapes" / "truth.json").read_text())
+    for shape in {t["shape"] for t in truth}:
+        assert f"| {shape} |" in text
+    assert "All-change-points view" in text and "against the shape targets" in text

@@ -4,13 +4,15 @@ series, and the alerts (value objects the report formats render)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
-from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, DEFAULT_THRESHOLD
 from torchpulse.analysis.detect import (
     MIN_POINTS,
     ChangePoint,
+    Drift,
     Regression,
     SeriesVerdict,
     analyse,
@@ -51,6 +53,15 @@ class Alert:
     # measured once more at ``commit`` because the step rested on one run, and it showed
     # again (the confirmation ledger, torchpulse.analysis.confirm)
     confirmed: bool = False
+    # (first, last) commits of each drift in the rise: the level rose over those commits
+    # rather than at one of them (torchpulse.analysis.drift)
+    drifts: tuple[tuple[str, str], ...] = ()
+    through: str = ""  # the newest commit the rise spans, when a drift ends after the culprits
+
+    @property
+    def last(self) -> str:
+        """The newest commit the change spans: the end of its drift, or its last culprit."""
+        return self.through or self.culprits[-1]
 
     @property
     def ratio(self) -> float:
@@ -158,11 +169,24 @@ def _change_alert(series: Series, change: ChangePoint) -> Alert:
                  (pts[change.index].commit,))
 
 
+def _drift_alert(series: Series, drift: Drift) -> Alert:
+    pts = series.points
+    return Alert(series.key, pts[drift.start].commit, pts[max(drift.start - 1, 0)].commit,
+                 drift.before, drift.after, series.unit, drift.pvalue,
+                 (pts[drift.start].commit,),
+                 drifts=((pts[drift.start].commit, pts[drift.end].commit),),
+                 through=pts[drift.end].commit)
+
+
 def _regression_alert(series: Series, regression: Regression) -> Alert:
     pts = series.points
-    return Alert(series.key, pts[regression.index].commit, pts[regression.index - 1].commit,
+    newest = max([*regression.culprits, *(end for _, end in regression.drifts)])
+    return Alert(series.key, pts[regression.index].commit,
+                 pts[max(regression.index - 1, 0)].commit,
                  regression.before, regression.after, series.unit, regression.pvalue,
-                 tuple(pts[i].commit for i in regression.culprits), regression.noisy)
+                 tuple(pts[i].commit for i in regression.culprits), regression.noisy,
+                 drifts=tuple((pts[a].commit, pts[b].commit) for a, b in regression.drifts),
+                 through=pts[newest].commit if newest > regression.culprits[-1] else "")
 
 
 def _behind(series: Series, alert: Alert) -> Alert:
@@ -185,7 +209,8 @@ def _status(verdict: SeriesVerdict, points: int, alert: Alert | None) -> str:
 def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_ALPHA,
              threshold: float = DEFAULT_THRESHOLD, since: str | None = None,
              history_mode: bool = False, off_branch_files: int = 0,
-             canary: Canary | None = None, confirmed: Ledger | None = None) -> Report:
+             canary: Canary | None = None, confirmed: Ledger | None = None,
+             floor: float = DEFAULT_NOISE_FLOOR) -> Report:
     """Run detection on every series and give each its status. Points flagged disturbed
     are left out of detection (an alert after one names the range from the last undisturbed
     commit). Active regressions pass a Benjamini-Hochberg step at false-discovery rate
@@ -201,7 +226,7 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
 
     used = [dataclasses.replace(s, points=[p for p in s.points if not p.disturbed])
             for s in series]
-    verdicts = [(s, u, analyse(u.points, alpha=alpha, threshold=threshold))
+    verdicts = [(s, u, analyse(u.points, alpha=alpha, threshold=threshold, floor=floor))
                 for s, u in zip(series, used, strict=True)]
     # the family: every series that could alert (a series without an active regression
     # counts with p = 1)
@@ -219,8 +244,9 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
             alert = dataclasses.replace(alert, confirmed=True)
         checked.append(Checked(s, verdict, _status(verdict, len(u.points), alert), alert))
         if history_mode:
-            alerts += [a for a in (_behind(s, _change_alert(u, cp))
-                                   for cp in verdict.change_points) if recent(a)]
+            found = [_change_alert(u, cp) for cp in verdict.change_points]
+            found += [_drift_alert(u, d) for d in verdict.drifts]
+            alerts += [a for a in map(functools.partial(_behind, s), found) if recent(a)]
         elif alert is not None:
             alerts.append(alert)
     alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))
@@ -231,7 +257,7 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
 def run(project: Project, *, machine: str | None = None, branch: str | None = None,
         since: str | None = None, alpha: float = DEFAULT_ALPHA,
         threshold: float = DEFAULT_THRESHOLD, history_mode: bool = False,
-        confirmed: Ledger | None = None) -> Report:
+        confirmed: Ledger | None = None, floor: float = DEFAULT_NOISE_FLOOR) -> Report:
     """Load the series of ``project``'s results tree and evaluate them; ``confirmed`` (default:
     the project's ledger file, when there is one) says which steps were measured twice."""
     if confirmed is None:
@@ -250,4 +276,4 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
     series, canary = assess(series)
     return evaluate(series, history, alpha=alpha, threshold=threshold, since=since_sha,
                     history_mode=history_mode, off_branch_files=off_branch, canary=canary,
-                    confirmed=confirmed)
+                    confirmed=confirmed, floor=floor)

@@ -3,5 +3,7 @@ shows them in `--help`, which must stay fast."""
 
 DEFAULT_ALPHA = 0.01  # significance within a series, false-discovery rate across series
 DEFAULT_THRESHOLD = 0.05  # smallest change worth an alert, as a fraction
+# the least relative noise of any series (a deterministic metric is not infinitely precise)
+DEFAULT_NOISE_FLOOR = 0.001
 FORMATS = ("text", "markdown", "json", "github")
 MIN_ROUNDS = 3  # compare/bisect: a t interval from two differences is too wide to decide anything

@@ -45,6 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from torchpulse.analysis import drift
+from torchpulse.analysis.defaults import DEFAULT_NOISE_FLOOR
+
 MAD_TO_SD = 1.4826  # consistency factor of the median absolute deviation for normal data
 SPIKE_SIGMAS = 4.0  # how far a lone commit must jump from both neighbours to be a spike
 WINSOR_SIGMAS = 2.5  # levels further than this from their segment are pulled back to it
@@ -58,6 +61,9 @@ STABLE_COMMITS = 5  # a level held this long is a baseline; shorter segments are
 PRACTICAL_SE = 3.0
 PRACTICAL_FLOOR = 0.5
 REACH_CAP = 100  # how far the projection of an unstable series' mde looks
+TRIM = 0.1  # spread: the share of largest deviations a collapse-proof spread leaves out
+TRIM_AT_LEAST = 2  # ... and at least this many (a step's difference, a spike's two)
+COLLAPSE = 1.5  # spread: the median deviation has collapsed below this share of the RMS
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,12 @@ class Point:
         data = self._clean(linear)
         if len(data) < 3:
             return None
-        return float(MAD_TO_SD * np.median(np.abs(data - np.median(data))))
+        return spread(data)
+
+    def raw(self) -> np.ndarray:
+        """What was measured, in its unit: the samples, else asv's value."""
+        data = self._clean(True)
+        return data if len(data) else np.array([self.value])
 
 
 @dataclass(frozen=True)
@@ -141,6 +152,24 @@ class Regression:
     pvalue: float  # adjusted for the places the change could have gone
     stderr: float  # standard error of the net change on the analysis scale
     noisy: bool = False  # the series is unstable, but this step clearly exceeds its noise
+    # the (first, last) points of each drift up between the baseline and the newest level:
+    # the level rose over those commits, not at one of them
+    drifts: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def ratio(self) -> float:
+        return self.after / self.before if self.before else math.inf
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A smooth change of level over a range of commits (see torchpulse.analysis.drift)."""
+
+    start: int  # its first point
+    end: int  # its last point
+    before: float  # the fitted level at ``start`` (original units)
+    after: float  # the fitted level at ``end``
+    pvalue: float  # of its rise or fall, adjusted like a change point's
 
     @property
     def ratio(self) -> float:
@@ -156,6 +185,7 @@ class SeriesVerdict:
     spikes: tuple[int, ...]  # indices set aside as one-commit spikes
     noise: Noise
     linear: bool = False  # analysed on a linear scale (the series has zeros)
+    drifts: tuple[Drift, ...] = ()  # smooth changes over a range, oldest first
 
     @property
     def pvalue(self) -> float:
@@ -163,15 +193,55 @@ class SeriesVerdict:
         return min((c.pvalue for c in self.active), default=1.0)
 
 
-def _robust_sd(x: np.ndarray) -> float:
-    return float(MAD_TO_SD * np.median(np.abs(x - np.median(x)))) if len(x) else 0.0
+@functools.lru_cache(maxsize=4096)
+def _trim_factor(keep: int, total: int) -> float:
+    """The consistency factor of a root mean square of normal deviations from which the
+    largest ``total - keep`` of ``total`` were dropped (a truncated normal's variance)."""
+    kept = keep / total
+    if kept >= 1.0:
+        return 1.0
+    z = stats.norm.ppf((1.0 + kept) / 2.0)
+    return 1.0 / math.sqrt(1.0 - 2.0 * z * stats.norm.pdf(z) / kept)
+
+
+def spread(x: np.ndarray) -> float:
+    """Robust standard deviation of ``x``: the median absolute deviation, unless the data
+    make it collapse. It collapses when more than half the values tie (a count that moves
+    by one unit now and then, a timer that rounds to a coarse unit: the median deviation
+    is 0) or when most values sit in one of two modes (it measures the larger mode alone).
+    Then the root mean square of the deviations, the largest TRIM of them (at least
+    TRIM_AT_LEAST) dropped (steps, spikes, slow runs), is the spread: it is used when it
+    exceeds the median's by COLLAPSE, which normal data almost never show."""
+    if len(x) == 0:
+        return 0.0
+    dev = np.abs(x - np.median(x))
+    mad = float(MAD_TO_SD * np.median(dev))
+    keep = max(len(dev) - max(math.ceil(TRIM * len(dev)), TRIM_AT_LEAST), 1)
+    kept = np.sort(dev)[:keep]
+    rms = float(np.sqrt(np.mean(kept**2))) * _trim_factor(keep, len(dev))
+    return rms if rms > COLLAPSE * mad else mad
+
+
+
+def resolution(values: np.ndarray) -> float:
+    """The unit the metric is measured in, when it has one: the step of the grid that its
+    distinct values lie on (a count's 1, a timer's tick), when there are three or more of
+    them; 0 for continuous values. Two distinct values are no grid: their difference may
+    be a step of the series itself."""
+    distinct = np.unique(values[np.isfinite(values)])
+    if len(distinct) < 3:
+        return 0.0
+    gaps = np.diff(distinct)
+    unit = float(np.min(gaps))
+    multiples = gaps / unit
+    return unit if np.allclose(multiples, np.round(multiples), rtol=0, atol=1e-6) else 0.0
 
 
 def diff_sd(levels: np.ndarray) -> float:
     """Noise from successive differences: steps touch only a few of them."""
     if len(levels) < 3:
         return 0.0
-    return _robust_sd(np.diff(levels)) / math.sqrt(2.0)
+    return spread(np.diff(levels)) / math.sqrt(2.0)
 
 
 def residual_sd(levels: np.ndarray, bounds: Sequence[int]) -> float:
@@ -179,7 +249,7 @@ def residual_sd(levels: np.ndarray, bounds: Sequence[int]) -> float:
     edges = [0, *bounds, len(levels)]
     resid = np.concatenate([levels[a:b] - np.median(levels[a:b])
                             for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a])
-    scale = _robust_sd(resid)
+    scale = spread(resid)
     if scale == 0.0:
         return 0.0
     clipped = np.clip(resid, -3 * scale, 3 * scale)
@@ -223,7 +293,9 @@ def max_split_pvalue(z: float, m: int) -> float:
     t = np.arange(1, m) / m
     siegmund = z * stats.norm.pdf(z) * float(np.sum(_nu(z / np.sqrt(m * t * (1 - t)))
                                                       / (t * (1 - t)))) / m
-    return float(min(1.0, bonferroni, siegmund))
+    # the approximation is for the tail: near z = 0 it tends to 0, so it is held at the p of
+    # one split, which the maximum over all splits can never be below
+    return float(max(2.0 * stats.norm.sf(z), min(1.0, bonferroni, siegmund)))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -353,18 +425,36 @@ def _segment(tester: _Tester, alpha: float) -> list[int]:
     return found
 
 
-def analyse(points: Sequence[Point], alpha: float = 0.01,
-            threshold: float = 0.05) -> SeriesVerdict:
+def noise_floor(points: Sequence[Point], linear: bool, ref: float, within_cv: float | None,
+                relative: float) -> float:
+    """The least noise a series can have, on the analysis scale: the within-run spread of a
+    commit's mean, the rounding error of the metric's resolution (a uniform error over one
+    unit: unit / sqrt(12)) and ``relative`` of the level. A series at zero (a failure rate
+    that never failed) has no level to be relative to: only its within-run spread counts,
+    and every move of such a series is real."""
+    nsamples = float(np.median([max(len(p.samples), 1) for p in points])) if points else 1.0
+    floor = within_cv / math.sqrt(nsamples) if within_cv else 0.0
+    if linear and ref <= 0:
+        return floor
+    measured = np.concatenate([p.raw() for p in points]) if points else np.zeros(0)
+    unit = resolution(measured)
+    if not linear and unit:  # on the log scale, the unit relative to the typical value
+        unit /= float(np.median(measured))
+    return max(floor, unit / math.sqrt(12.0), relative * ref)
+
+
+def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.05,
+            floor: float = DEFAULT_NOISE_FLOOR) -> SeriesVerdict:
     """Detect the change points of one series (points oldest first) and decide whether a
-    regression is active at the newest point."""
+    regression is active at the newest point. ``floor``: the least relative noise any
+    series is taken to have (see noise_floor)."""
     linear = any(p.value <= 0 for p in points)  # a zero has no logarithm: failure rates
     all_levels = np.array([p.level(linear) for p in points], dtype=float)
     within = [c for c in (p.within_cv(linear) for p in points) if c is not None]
     within_cv = float(np.median(within)) if within else None
-    nsamples = float(np.median([max(len(p.samples), 1) for p in points])) if points else 1.0
-    floor = within_cv / math.sqrt(nsamples) if within_cv else 0.0
     # relative quantities of a linear series are fractions of its typical level
     ref = float(np.median(np.abs(all_levels))) if linear and len(points) else 1.0
+    floor = noise_floor(points, linear, ref, within_cv, floor)
 
     sigma0 = max(diff_sd(all_levels), floor)
     if len(points) < MIN_POINTS:  # too few runs to know the between-run noise: no verdict
@@ -393,14 +483,34 @@ def analyse(points: Sequence[Point], alpha: float = 0.01,
     else:
         tester = _Tester(levels, max(sigma, 1e-12), max(n - 1, 1))
 
-    edges = [0, *bounds, n]
-    means = [float(np.mean(levels[a:b])) for a, b in zip(edges[:-1], edges[1:], strict=True)]
     back = (lambda x: x) if linear else math.exp
+    parts = drift.pieces(levels, bounds, sigma if sigma0 > 0 else 0.0)
     changes = []
-    for i, k in enumerate(bounds):
-        p, se = tester.pvalue(edges[i], k, edges[i + 2])
-        changes.append(ChangePoint(int(keep[k]), back(means[i]), back(means[i + 1]),
-                                   p if sigma0 > 0 else 0.0, se if sigma0 > 0 else 0.0))
+    jumps: set[int] = set()  # where a change point starts a piece
+    for left, right in zip(parts[:-1], parts[1:], strict=True):
+        if not (left.line or right.line):
+            p, se = tester.pvalue(left.start, right.start, right.stop)
+            if sigma0 == 0:
+                p, se = 0.0, 0.0
+        else:  # next to a drift: a change point only where the fitted level jumps
+            d, evidence = drift.jump(levels, left, right)
+            se = sigma * math.sqrt(left.variance[1] + right.variance[0])
+            p = max_split_pvalue(evidence / sigma, right.stop - left.start)
+            if p > alpha:
+                continue
+        changes.append(ChangePoint(int(keep[right.start]), back(left.last), back(right.first),
+                                   p, se))
+        jumps.add(right.start)
+    drifts = tuple(Drift(int(keep[q.start]), int(keep[q.stop - 1]), back(q.first),
+                         back(q.last), max_split_pvalue(abs(q.last - q.first)
+                                                        / (sigma * q.rise_se), n))
+                   for q in parts if q.line)
+    edges = [q.start for q in parts] + [n]
+    lines = [q.line for q in parts]
+    # a drift's level: its middle, or, for the newest piece, where it has got to
+    means = [(q.first + q.last) / 2.0 if q.line else q.first for q in parts]
+    if parts[-1].line:
+        means[-1] = parts[-1].last
 
     z_alpha = critical_z(n, alpha)
     mde = math.inf
@@ -408,9 +518,11 @@ def analyse(points: Sequence[Point], alpha: float = 0.01,
         mde_scale = mde_factor(n, alpha) * sigma  # on the analysis scale
         mde = _relative(mde_scale, ref) if linear else math.expm1(mde_scale)
     last = len(means) - 1
-    baseline = _baseline(means, edges, last) if last >= 1 else None
+    baseline = _baseline(means, edges, last, lines) if last >= 1 else None
+    if baseline is None and parts[-1].line and parts[-1].last > parts[-1].first:
+        baseline = last  # drifting up since its own start, from no lower stable level
     toggle = None
-    if baseline is not None and last >= 2:
+    if baseline is not None and baseline < last and last >= 2:
         worth = threshold * abs(means[baseline]) if linear else math.log1p(threshold)
         toggle = _toggle_amplitude(means, baseline, worth)
     if toggle is not None:
@@ -429,10 +541,10 @@ def analyse(points: Sequence[Point], alpha: float = 0.01,
         # test finds with 80 % power given its own commits before and after, not merely a
         # significant one (z >= z_alpha + 0.84 instead of z >= z_alpha)
         clear = z_alpha + POWER_Z if noise.unstable else None
-        regression = _active(tester, means, edges, keep, baseline, threshold, clear, linear,
-                             exact=sigma0 == 0)
+        regression = _active(tester, parts, means, jumps, keep, baseline, threshold, clear,
+                             linear, exact=sigma0 == 0)
     return SeriesVerdict(tuple(changes), (regression,) if regression else (),
-                         tuple(int(i) for i in spikes), noise, linear)
+                         tuple(int(i) for i in spikes), noise, linear, drifts)
 
 
 def _relative(value: float, ref: float) -> float:
@@ -442,12 +554,14 @@ def _relative(value: float, ref: float) -> float:
     return value / ref if ref > 0 else math.inf
 
 
-def _baseline(means: Sequence[float], edges: Sequence[int], last: int) -> int | None:
+def _baseline(means: Sequence[float], edges: Sequence[int], last: int,
+              lines: Sequence[bool]) -> int | None:
     """Where the regression at segment ``last`` started from: the newest stable segment
     (STABLE_COMMITS or more) below it, or an older stable one further down when the level
     only climbed since (two steps up are one regression). None when no stable level before
-    is below the newest one. Short segments (dips, blips) are never a baseline."""
-    stable = [i for i in range(last - 1, -1, -1) if edges[i + 1] - edges[i] >= STABLE_COMMITS]
+    is below the newest one. Short segments (dips, blips) and drifts are never a baseline."""
+    stable = [i for i in range(last - 1, -1, -1)
+              if edges[i + 1] - edges[i] >= STABLE_COMMITS and not lines[i]]
     stable = stable or [0]  # a series that starts with short segments: its first
     below = [i for i in stable if means[i] < means[last]]
     if not below:
@@ -483,33 +597,51 @@ def _toggle_amplitude(means: Sequence[float], b: int, worth: float) -> float | N
     return amplitude
 
 
-def _active(tester: _Tester, means: Sequence[float], edges: Sequence[int], keep: np.ndarray,
-            b: int | None, threshold: float, clear_z: float | None, linear: bool,
-            exact: bool) -> Regression | None:
-    """The regression present at the newest commit: the newest segment against ``b``, the
-    last stable one before it, when the rise is significant and worth an alert.
+def _active(tester: _Tester, parts: Sequence[drift.Piece], means: Sequence[float],
+            jumps: set[int], keep: np.ndarray, b: int | None, threshold: float,
+            clear_z: float | None, linear: bool, exact: bool) -> Regression | None:
+    """The regression present at the newest commit: the newest piece (a segment, or a drift
+    that goes on at the newest commit: where it has got to) against ``b``, the last stable
+    segment before it, when the rise is significant and worth an alert. Its culprits: the
+    change points up (``jumps``: where one starts a piece) and the drifts up on the way.
     ``clear_z``: on an unstable series, the multiple of its standard error the step must
     exceed."""
     last = len(means) - 1
     if b is None:
         return None
-    net = means[last] - means[b]
+    base, newest = parts[b], parts[last]
+    start = newest.first if b == last else means[b]  # b == last: a drift from its start
+    net = means[last] - start
     if exact:  # noiseless: every move is real
         p, se = 0.0, 0.0
+    elif b == last:
+        se = tester.sigma * newest.rise_se
+        p = max_split_pvalue(abs(net) / se, newest.stop - newest.start)
+    elif newest.line or base.line:
+        se = tester.sigma * math.sqrt(1.0 / (base.stop - base.start) + (
+            newest.variance[1] if newest.line else 1.0 / (newest.stop - newest.start)))
+        p = max_split_pvalue(abs(net) / se, newest.stop - base.start)
     else:
-        p, se = tester.contrast(edges[b], edges[b + 1], edges[last], edges[last + 1])
+        p, se = tester.contrast(base.start, base.stop, newest.start, newest.stop)
     if linear:
-        wanted = threshold * abs(means[b])  # any rise from zero is worth an alert
+        wanted = threshold * abs(start)  # any rise from zero is worth an alert
     else:
         wanted = math.log1p(threshold)
     if net + PRACTICAL_SE * se < wanted or net < PRACTICAL_FLOOR * wanted:
         return None
     if clear_z is not None and net < clear_z * se:
         return None
-    culprits = tuple(int(keep[edges[j + 1]]) for j in range(b, last) if means[j + 1] > means[j])
+    rising = [j for j in range(min(b + 1, last), last + 1)
+              if parts[j].line and parts[j].last > parts[j].first]
+    culprits = tuple(sorted({int(keep[parts[j + 1].start]) for j in range(b, last)
+                             if parts[j + 1].start in jumps
+                             and parts[j + 1].first > parts[j].last}
+                            | {int(keep[parts[j].start]) for j in rising}))
+    culprits = culprits or (int(keep[newest.start]),)  # a rise made of small moves
+    drifts = tuple((int(keep[parts[j].start]), int(keep[parts[j].stop - 1])) for j in rising)
     back = (lambda x: x) if linear else math.exp
-    return Regression(culprits[0], culprits, back(means[b]), back(means[last]), p, se,
-                      noisy=clear_z is not None)
+    return Regression(culprits[0], culprits, back(start), back(means[last]), p, se,
+                      noisy=clear_z is not None, drifts=drifts)
 
 
 def benjamini_hochberg(pvalues: Sequence[float], q: float) -> float:

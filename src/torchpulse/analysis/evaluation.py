@@ -299,15 +299,32 @@ class Options:
     use_asv: bool = True
     otava_venv: Path | None = Path(".venv-otava")  # None: leave Otava out
     keep: Path | None = None  # build the project here and keep it
+    families: tuple[str, ...] = ("synthetic", "shapes")  # which families of series to run
+    shape_commits: int = 100  # commits of the shapes family (per_cell series a cell)
 
 
 def evaluate(options: Options, progress: Callable[[str], None]) -> tuple[str, bool]:
-    """Build a synthetic project, run every detector on it and score them: the markdown
-    report, and whether torchpulse met its targets."""
+    """Run each family of ``options``: the markdown report, and whether torchpulse met
+    every target."""
     if options.keep is not None and options.keep.exists() and any(options.keep.iterdir()):
         raise EvaluationError(f"{options.keep}: not empty (give --keep a new directory)")
+    texts, met = [], True
+    if "synthetic" in options.families:
+        text, ok = evaluate_synthetic(options, progress)
+        texts.append(text)
+        met = met and ok
+    if "shapes" in options.families:
+        text, ok = evaluate_shapes(options, progress)
+        texts.append(text)
+        met = met and ok
+    return "\n".join(texts), met
+
+
+def evaluate_synthetic(options: Options, progress: Callable[[str], None]) -> tuple[str, bool]:
+    """Build a synthetic project, run every detector on it and score them: the markdown
+    report, and whether torchpulse met its targets."""
     with tempfile.TemporaryDirectory(prefix="torchpulse-eval-") as tmp:
-        project = options.keep or Path(tmp)
+        project = (options.keep / "synthetic") if options.keep is not None else Path(tmp)
         project.mkdir(parents=True, exist_ok=True)
         otava = (otava_python(options.otava_venv, progress)
                  if options.otava_venv is not None else None)
@@ -322,3 +339,176 @@ def evaluate(options: Options, progress: Callable[[str], None]) -> tuple[str, bo
     scores = {name: score(truths, f) for name, f in found.items()}
     return report(f"# Detection quality: {len(truths)} synthetic series, {options.commits} "
                   f"commits, seed {options.seed}", scores, timings)
+
+
+# --- the second family: series shapes the synthetic generator never makes (shapes.py) ---
+
+SHAPE_MARGIN = 5  # the all-change-points view: a finding within this many commits is a hit
+SHAPE_LOCATED = 3  # a planted step is found when a change point lies within this many
+
+
+def alert_json(project: Path, options: list[str]) -> dict:
+    """``torchpulse alert --format json`` on the project (with ``options``), parsed."""
+    out = project / "alerts.json"
+    _run([sys.executable, "-m", "torchpulse.cli", "alert", "--config",
+          str(project / "asv.conf.json"), "--format", "json", "--output", str(out), *options],
+         "torchpulse alert", ok=(0, 1))
+    return json.loads(out.read_text())
+
+
+@dataclass
+class ShapeScore:
+    """One (shape, change, size) cell: how the history view and the active view read it."""
+
+    series: int = 0
+    any_change: int = 0  # series with at least one change point (not counting drifts)
+    change_points: int = 0
+    located: int = 0  # planted steps with a change point within SHAPE_LOCATED commits
+    drift_found: int = 0  # planted drifts with a drift finding overlapping them
+    active: int = 0  # series with an active regression
+
+    def share(self, count: int) -> float:
+        return count / self.series if self.series else float("nan")
+
+
+@dataclass
+class Matching:
+    """The all-change-points view against the truth, every series pooled."""
+
+    findings: int = 0
+    hits: int = 0  # findings that match a planted change
+    truths: int = 0
+    found: int = 0  # planted changes matched by a finding
+
+    def f1(self) -> tuple[float, float, float]:
+        p = self.hits / self.findings if self.findings else float("nan")
+        r = self.found / self.truths if self.truths else float("nan")
+        return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def score_shapes(truths: list, history_view: dict, active_view: dict,
+                 history: list[str]) -> tuple[dict[tuple, ShapeScore], Matching]:
+    """Scores per (shape, change, size) cell, and the pooled matching of every finding."""
+    position = {c: i for i, c in enumerate(history)}
+    findings: dict[tuple[str, str], list[tuple[str, int, int]]] = defaultdict(list)
+    for a in history_view["alerts"]:
+        key = (a["benchmark"], a["params"][0])
+        if a.get("drifts"):
+            for d in a["drifts"]:
+                findings[key].append(("drift", position[d["first"]], position[d["last"]]))
+        else:
+            findings[key].append(("change", position[a["commit"]], position[a["commit"]]))
+    active = {(a["benchmark"], a["params"][0]) for a in active_view["alerts"]
+              if a["direction"] == "regression"}
+    cells: dict[tuple, ShapeScore] = defaultdict(ShapeScore)
+    matching = Matching()
+    for t in truths:
+        key = (t.benchmark, t.param)
+        got = findings.get(key, [])
+        changes = [at for kind, at, _ in got if kind == "change"]
+        drifts = [(a, b) for kind, a, b in got if kind == "drift"]
+        after = len(history) - t.at if t.shape == "count" and t.change == "step" else 0
+        cell = cells[(t.shape, t.change, t.size, after)]
+        cell.series += 1
+        cell.any_change += bool(changes)
+        cell.change_points += len(changes)
+        cell.active += key in active
+        planted = []  # (kind, first, last) of every planted change
+        if t.change == "step":
+            planted.append(("change", t.at, t.at))
+            cell.located += any(abs(c - t.at) <= SHAPE_LOCATED for c in changes)
+        if t.change == "drift" or t.shape == "stepdrift":
+            a, b = (t.at, t.end) if t.change == "drift" else (0, len(history) - 1)
+            planted.append(("drift", a, b))
+            cell.drift_found += t.change == "drift" and any(
+                first <= b + SHAPE_MARGIN and last >= a - SHAPE_MARGIN for first, last in drifts)
+        matching.truths += len(planted)
+        matching.findings += len(got)
+        used = [False] * len(got)
+        for kind, a, b in planted:
+            hit = False
+            for i, (fkind, f, last) in enumerate(got):
+                near = (abs(f - a) <= SHAPE_MARGIN if kind == "change"
+                        else f <= b + SHAPE_MARGIN and last >= a - SHAPE_MARGIN)
+                if fkind == kind and near and (not used[i] or kind == "drift"):
+                    used[i], hit = True, True
+            matching.found += hit
+        matching.hits += sum(used)
+    return cells, matching
+
+
+def shape_table(cells: dict[tuple, ShapeScore], matching: Matching) -> str:
+    lines = ["### Series shapes the generator does not make (% of series)", "",
+             "| shape | planted | series | any change point | change points a series | "
+             "step located within 3 | drift found | active regression |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (shape, change, size, after), c in sorted(cells.items()):
+        what = ("nothing" if change == "none" else
+                f"+{size:g} unit, {after} commits after" if shape == "count"
+                else f"{change} +{size * 100:g} %")
+        lines.append(
+            f"| {shape} | {what} | {c.series} | {_pct(c.share(c.any_change))} | "
+            f"{c.change_points / c.series:.2f} | "
+            f"{_pct(c.share(c.located)) if change == 'step' else '  -  '} | "
+            f"{_pct(c.share(c.drift_found)) if change == 'drift' else '  -  '} | "
+            f"{_pct(c.share(c.active))} |")
+    p, r, f1 = matching.f1()
+    lines += ["", f"All-change-points view, every finding (change point or drift) against every "
+              f"planted change within {SHAPE_MARGIN} commits: precision {p * 100:.1f} %, recall "
+              f"{r * 100:.1f} %, F1 {f1 * 100:.1f} % ({matching.findings} findings, "
+              f"{matching.truths} planted changes).", ""]
+    return "\n".join(lines)
+
+
+def shape_targets(cells: dict[tuple, ShapeScore]) -> list[tuple[str, float, str, bool]]:
+    from torchpulse.analysis import shapes
+    from torchpulse.analysis.shapes import NULL_SHAPES
+
+    nulls = [c for (shape, change, *_), c in cells.items() if change == "none"]
+    worst_shape, worst = max(((shape, c.share(c.any_change)) for (shape, change, *_), c
+                              in cells.items() if change == "none" and shape in NULL_SHAPES),
+                             key=lambda x: x[1], default=("-", 0.0))
+    constant = cells.get(("constant", "none", 0.0, 0), ShapeScore())
+    count = cells.get(("count", "step", 1.0, max(shapes.COUNT_AFTER)), ShapeScore())
+    located = count.share(count.located)
+    return [
+        (f"null series of a new shape with any change point (worst: {worst_shape})", worst,
+         "< 1 %", worst < 0.01 and bool(nulls)),
+        ("exactly constant series with any change point",
+         constant.share(constant.any_change), "0 %", constant.series > 0
+         and constant.any_change == 0),
+        (f"+1 unit on a count that moves by one, {max(shapes.COUNT_AFTER)} commits after: "
+         "located within 3 commits", located,
+         ">= 95 %", located >= 0.95),
+    ]
+
+
+def evaluate_shapes(options: Options, progress: Callable[[str], None]) -> tuple[str, bool]:
+    """Build the shapes project, run torchpulse alert (active and --history) on it and score
+    it: the markdown report, and whether the shape targets were met."""
+    from torchpulse.analysis import shapes
+
+    with tempfile.TemporaryDirectory(prefix="torchpulse-shapes-") as tmp:
+        project = (options.keep / "shapes") if options.keep is not None else Path(tmp)
+        project.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        truths = shapes.build(project, commits=options.shape_commits,
+                              per_cell=options.per_cell, seed=options.seed)
+        progress(f"{len(truths)} shaped series x {options.shape_commits} commits written to "
+                 f"{project} ({time.perf_counter() - started:.0f} s)")
+        alert_options = ["--alpha", str(options.alpha), "--threshold", str(options.threshold)]
+        started = time.perf_counter()
+        history_view = alert_json(project, [*alert_options, "--history"])
+        active_view = alert_json(project, alert_options)
+        took = time.perf_counter() - started
+        progress(f"torchpulse on the shapes: {took:.1f} s")
+        cells, matching = score_shapes(truths, history_view, active_view,
+                                       synthetic_history(project))
+    met = shape_targets(cells)
+    text = [f"## Series shapes: {len(truths)} series, {options.shape_commits} commits, seed "
+            f"{options.seed}", "", f"torchpulse alert, --history and active: {took:.1f} s.",
+            "", shape_table(cells, matching), "### torchpulse against the shape targets", "",
+            "| target | measured | wanted | |", "|---|---:|---:|---|"]
+    text += [f"| {what} | {value * 100:.2f} % | {want} | {'met' if ok else 'MISSED'} |"
+             for what, value, want, ok in met]
+    return "\n".join(text) + "\n", all(ok for *_, ok in met)

@@ -46,6 +46,11 @@ def change(alert: Alert) -> str:
     return f"{(alert.ratio - 1) * 100:+.1f}%"
 
 
+def drift_text(alert: Alert) -> str:
+    """'' or the drifts a change is made of: 'drift over 1a2b3c4d..5e6f7a8b'."""
+    return ", ".join(f"drift over {a[:8]}..{b[:8]}" for a, b in alert.drifts)
+
+
 def _p(alert: Alert) -> str:
     return "n/a" if alert.pvalue is None else f"{alert.pvalue:.2g}"
 
@@ -188,6 +193,7 @@ def to_json(report: Report) -> str:
         "unmeasured_commits": unmeasured(report, a),
         "disturbed_before": list(a.disturbed_before), "confirmed": a.confirmed,
         "bisect": bisect_command(report, a),
+        "drifts": [{"first": first, "last": last} for first, last in a.drifts],
     } for a in report.alerts]
     verdicts = [{
         "benchmark": c.series.key.benchmark, "params": list(c.series.key.params),
@@ -225,6 +231,8 @@ def to_text(report: Report) -> str:
         lines.append(f"              at {a.commit[:8]} (after {a.previous_commit[:8]}): "
                      f"{human(a.before, a.unit)} -> {human(a.after, a.unit)}, p={_p(a)}"
                      f"{culprits}")
+        if a.drifts:
+            lines.append(f"              a slow drift, not a step: {drift_text(a)}")
         if a.noisy:
             lines.append("              on a noisy series: the step clearly exceeds its noise")
         if a.confirmed:
@@ -266,7 +274,8 @@ def to_markdown(report: Report) -> str:
                   "| benchmark | machine / env | before | after | change | p | culprits |",
                   "|---|---|---:|---:|---:|---:|---|"]
         for a in alerts:
-            culprits = ", ".join(f"`{c[:12]}`" for c in a.culprits)
+            culprits = ", ".join([*(f"`{c[:12]}`" for c in a.culprits),
+                                  *(f"drift `{f[:12]}`..`{t[:12]}`" for f, t in a.drifts)])
             lines.append(f"| {_md(_name(a))} | {_md(a.key.machine)} / {_md(a.key.env)} | "
                          f"{human(a.before, a.unit)} | {human(a.after, a.unit)} | "
                          f"{change(a)}{qualifiers(a)} | {_p(a)} | "
@@ -302,6 +311,7 @@ def to_github(report: Report) -> str:
                      f"{_escape(human(a.after, a.unit))} at {a.commit[:12]}"
                      + (f" or at {', '.join(c[:12] for c in a.disturbed_before)} (measured on "
                         "a disturbed machine)" if a.disturbed_before else "")
+                     + (f" ({_escape(drift_text(a))})" if a.drifts else "")
                      + f" (p={_p(a)}{', measured twice' if a.confirmed else ''})")
     if report.disturbed_points:
         said = "; ".join(canary_lines(report))

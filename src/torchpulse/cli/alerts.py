@@ -7,7 +7,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_THRESHOLD, FORMATS
+from torchpulse.analysis.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_NOISE_FLOOR,
+    DEFAULT_THRESHOLD,
+    FORMATS,
+)
 from torchpulse.cli.args import (
     EXIT_FAILED,
     EXIT_OK,
@@ -29,7 +34,7 @@ def cmd_alert(args: argparse.Namespace) -> int:
 
     found = alert.run(project(args), machine=args.machine, branch=args.branch,
                       since=args.since, alpha=args.alpha, threshold=args.threshold,
-                      history_mode=args.history,
+                      history_mode=args.history, floor=args.noise_floor,
                       confirmed=ledger.read_ledger(Path(args.confirmed))
                       if args.confirmed else None)
     write_output(report.render(found, args.format), args.output)
@@ -85,7 +90,9 @@ def cmd_evaluate_detection(args: argparse.Namespace) -> int:
         commits=args.commits, per_cell=args.per_cell, noise_series=args.noise_series,
         seed=args.seed, alpha=args.alpha, threshold=args.threshold, use_asv=not args.no_asv,
         otava_venv=None if args.no_otava else Path(args.otava_venv),
-        keep=Path(args.keep) if args.keep else None)
+        keep=Path(args.keep) if args.keep else None,
+        families=("synthetic", "shapes") if args.family == "both" else (args.family,),
+        shape_commits=args.shape_commits)
     text, met = evaluation.evaluate(
         options, progress=lambda line: print(f"[evaluate-detection] {line}", file=sys.stderr,
                                              flush=True))
@@ -126,6 +133,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
                    help="significance of a change point within a series, and the false-"
                    f"discovery rate across series (default: {DEFAULT_ALPHA})")
+    p.add_argument("--noise-floor", type=fraction, default=DEFAULT_NOISE_FLOOR,
+                   metavar="FRACTION", help="the least relative noise any series is taken to "
+                   "have, so that a constant or deterministic series is not infinitely precise "
+                   f"(default: {DEFAULT_NOISE_FLOOR}; the metric's own resolution and the "
+                   "spread within runs can raise it)")
     p.set_defaults(func=cmd_alert)
 
     p = sub.add_parser(
@@ -168,7 +180,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--commits", type=positive_int, default=60, help="commits per series "
                    "(default: 60)")
     p.add_argument("--per-cell", type=positive_int, default=40, help="series per step size,"
-                   " distance and noise level (default: 40)")
+                   " distance and noise level; in the shapes family, per shape and planted "
+                   "change (default: 40)")
     p.add_argument("--noise-series", type=positive_int, default=400,
                    help="pure-noise series per noise level (default: 400)")
     p.add_argument("--seed", type=non_negative_int, default=0)
@@ -180,6 +193,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "environment for Apache Otava, created when missing (default: .venv-otava)")
     p.add_argument("--no-otava", action="store_true", help="skip Otava")
     p.add_argument("--no-asv", action="store_true", help="skip asv's detector (asv publish)")
-    p.add_argument("--keep", metavar="DIR", help="build the project in DIR and keep it")
+    p.add_argument("--family", choices=("both", "synthetic", "shapes"), default="both",
+                   help="which series to judge: the synthetic generator's (steps, noise, "
+                   "dips, toggles ...), the shapes it never makes (counts, constants, coarse "
+                   "timers, heavy tails, bimodal runs, missing commits, drifts), or both "
+                   "(default)")
+    p.add_argument("--shape-commits", type=positive_int, default=100,
+                   help="commits per series of the shapes family (default: 100)")
+    p.add_argument("--keep", metavar="DIR", help="build the projects in DIR and keep them")
     add_output(p, "also write the tables to FILE")
     p.set_defaults(func=cmd_evaluate_detection)

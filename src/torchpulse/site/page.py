@@ -82,6 +82,7 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]]) -> list[
             f"<td>{_commit(a.commit)} (after {_commit(a.previous_commit)})"
             + (f"; culprits {', '.join(_commit(c) for c in a.culprits)}"
                if len(a.culprits) > 1 else "")
+            + "".join(f"; drift over {_commit(f)}..{_commit(t)}" for f, t in a.drifts)
             + (f"; {', '.join(_commit(c) for c in a.disturbed_before)} between, measured on a "
                "disturbed machine" if a.disturbed_before else "") + "</td>"
             f'<td class="num">{escape(human(a.before, a.unit))}</td>'

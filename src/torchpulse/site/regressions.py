@@ -59,12 +59,12 @@ def _entry(alert: Alert, series: Series, index: dict, revision: dict[str, int],
         if alert.key.params not in combos:
             return None
         j = combos.index(alert.key.params)
-    if alert.commit not in revision or alert.culprits[-1] not in revision:
+    if alert.commit not in revision or alert.last not in revision:
         return None
     # a range when the rise spans several commits or may lie at a disturbed one before it
-    if (len(alert.culprits) > 1 or alert.disturbed_before) and \
+    if (len(alert.culprits) > 1 or alert.disturbed_before or alert.drifts) and \
             alert.previous_commit in revision:
-        jump = [revision[alert.previous_commit], revision[alert.culprits[-1]]]
+        jump = [revision[alert.previous_commit], revision[alert.last]]
     else:
         jump = [None, revision[alert.commit]]
     shown = {k: v for k, v in full.items() if len(index["params"].get(k) or []) > 1}
@@ -82,13 +82,13 @@ def _feed_entry(alert: Alert, row: list, index: dict) -> FeedEntry:
         index["benchmarks"][alert.key.benchmark].get("param_names") or [], alert.key.params,
         strict=False)})
     params["commits"] = alert.commit if rev1 is None else \
-        f"{alert.previous_commit}-{alert.culprits[-1]}"
+        f"{alert.previous_commit}-{alert.last}"
     link = f"index.html#{alert.key.benchmark}?{urlencode(params)}"
     when = datetime.datetime.fromtimestamp(index["revision_to_date"][str(rev2)] / 1000,
                                            datetime.timezone.utc)
     commits = ", ".join(c[:8] for c in alert.culprits)
-    if rev1 is not None and alert.disturbed_before:
-        commits = f"{alert.previous_commit[:8]}..{alert.culprits[-1][:8]}"
+    if rev1 is not None and (alert.disturbed_before or alert.drifts):
+        commits = f"{alert.previous_commit[:8]}..{alert.last[:8]}"
     summary = (f'<a href="{html.escape(link)}">{html.escape(change(alert))} regression</a> '
                f"in {html.escape(commits)} (torchpulse alert, p={alert.pvalue:.2g}).<br>"
                f"Now {html.escape(human(alert.after, alert.unit))}, before "
