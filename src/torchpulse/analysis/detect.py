@@ -10,7 +10,11 @@ The model (why it looks like this):
 * The noise of a series is the spread of those levels between commits, estimated robustly
   (median absolute deviation of successive differences, then a winsorised standard deviation
   of the residuals around the fitted segments), never below what the within-run spread alone
-  implies. Between-run variation is thus part of every test.
+  implies, the metric's resolution, or a relative floor (noise_floor): no series looks
+  infinitely precise, and ties (counts, coarse timers) or two modes cannot collapse the
+  robust estimate (spread). Between-run variation is thus part of every test.
+* A slow drift is one finding over a range, not a change point a commit: the segments are
+  regrouped into constant levels and lines (torchpulse.analysis.drift).
 * Change points come from binary segmentation with a t-test of the mean level before and
   after each candidate split, adjusted for the number of places a split could go (Siegmund's
   approximation of the maximum over correlated splits), followed by Hunter's merge step
@@ -220,7 +224,6 @@ def spread(x: np.ndarray) -> float:
     kept = np.sort(dev)[:keep]
     rms = float(np.sqrt(np.mean(kept**2))) * _trim_factor(keep, len(dev))
     return rms if rms > COLLAPSE * mad else mad
-
 
 
 def resolution(values: np.ndarray) -> float:
