@@ -496,9 +496,9 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
             if sigma0 == 0:
                 p, se = 0.0, 0.0
         else:  # next to a drift: a change point only where the fitted level jumps
-            d, evidence = drift.jump(levels, left, right)
             se = sigma * math.sqrt(left.variance[1] + right.variance[0])
-            p = max_split_pvalue(evidence / sigma, right.stop - left.start)
+            p = max_split_pvalue(drift.jump(levels, left, right) / sigma,
+                                 right.stop - left.start)
             if p > alpha:
                 continue
         changes.append(ChangePoint(int(keep[right.start]), back(left.last), back(right.first),

@@ -137,11 +137,11 @@ def _refine(sums: _Sums, chosen: list[tuple[int, int, bool]]) -> list[Piece]:
     return [sums.fit(a, b, line) for a, b, line in chosen]
 
 
-def jump(levels: np.ndarray, left: Piece, right: Piece) -> tuple[float, float]:
-    """The change of fitted level from ``left``'s last point to ``right``'s first, and the
-    evidence that it is a jump, not a bend: the square root of the residual the two pieces
-    gain when they are made to meet (at the best place near the boundary), a normal
-    deviate in units of the noise once divided by it."""
+def jump(levels: np.ndarray, left: Piece, right: Piece) -> float:
+    """The evidence that the boundary between ``left`` and ``right`` is a jump, not a bend:
+    the square root of the residual the two pieces gain when they are made to meet (at the
+    best place near the boundary), a normal deviate in units of the noise once divided by
+    it."""
     a, m, b = left.start, right.start, right.stop
     y = np.asarray(levels[a:b], dtype=float)
     x = np.arange(a, b, dtype=float)
@@ -158,4 +158,4 @@ def jump(levels: np.ndarray, left: Piece, right: Piece) -> tuple[float, float]:
         design = np.stack(cols, axis=1)
         coef, *_ = np.linalg.lstsq(design, y, rcond=None)
         joined = min(joined, float(np.sum((y - design @ coef) ** 2)))
-    return right.first - left.last, math.sqrt(max(joined - apart, 0.0))
+    return math.sqrt(max(joined - apart, 0.0))

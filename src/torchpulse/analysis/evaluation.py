@@ -50,13 +50,9 @@ def _run(cmd: list[str], what: str, ok: tuple[int, ...] = (0,),
 
 def run_torchpulse(project: Path, history: list[str], options: list[str]) -> Found:
     """``torchpulse alert --format json`` on the project, as a user would run it."""
-    out = project / "alerts.json"
-    _run([sys.executable, "-m", "torchpulse.cli", "alert", "--config",
-          str(project / "asv.conf.json"), "--format", "json", "--output", str(out), *options],
-         "torchpulse alert", ok=(0, 1))
     position = {c: i for i, c in enumerate(history)}
     found: Found = defaultdict(list)
-    for a in json.loads(out.read_text())["alerts"]:
+    for a in alert_json(project, options)["alerts"]:
         found[(a["benchmark"], a["params"][0])].append(position[a["commit"]])
     return found
 
