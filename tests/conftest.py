@@ -1,6 +1,20 @@
 import pytest
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` need CUDA: skipped, with the reason, where torch has none."""
+    gpu = [item for item in items if "gpu" in item.keywords]
+    if not gpu:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (run on a GPU machine: pytest -m gpu)")
+    for item in gpu:
+        item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _no_preset_env(monkeypatch):
     """Tests choose presets and devices explicitly; the caller's shell must not leak them."""

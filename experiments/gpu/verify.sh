@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Every CUDA path of torchpulse once, on the GPU machine (issue 37; figures in docs/gpu.md).
+# Sent with the device tool from the repository root, asv's wheels carried in .whl/:
+#     run(command="bash experiments/gpu/verify.sh", carry=[".whl"], timeout_s=590)
+# Each step has its own time cap and the next one runs whatever the last one did. The
+# timing steps (phase A) run alone on the GPU; the path checks (phase B) run side by side.
+# What comes back in $OUT: summary.txt (one line a step: exit code and seconds), all.log
+# (every step's output), files.tgz (CSV, JSON, profiles' key averages, asv's results).
+# Dry run on a CPU machine: DEVICE=cpu PRESET=smoke GPU=-1 bash experiments/gpu/verify.sh
+set -u
+OUT=${OUT:-/tmp/gpu-verify}
+DEVICE=${DEVICE:-cuda}
+PRESET=${PRESET:-cuda}
+GPU=${GPU:-0}
+PY=${PY:-python3}
+WORK=$(mktemp -d)
+mkdir -p "$OUT"
+SUMMARY=$OUT/summary.txt
+LOG=$OUT/all.log
+export PYTHONUNBUFFERED=1
+TP=("$PY" -m torchpulse.cli)
+
+step() {  # step NAME CAP COMMAND...: run it under a time cap, keep its output, one line
+    local name=$1 cap=$2 t0=$SECONDS rc
+    shift 2
+    timeout -k 5 "$cap" "$@" > "$WORK/$name.log" 2>&1
+    rc=$?
+    { printf '\n===== %s (cap %ss, rc %s): %s\n' "$name" "$cap" "$rc" "$*"
+      cat "$WORK/$name.log"; } >> "$LOG"
+    printf '%-14s rc=%-4s %4ss\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$SUMMARY"
+}
+
+# --- setup: asv from the carried wheels, torchpulse over the machine's own (CUDA) torch ----
+t0=$SECONDS
+if [ -d .whl ]; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl >> "$LOG" 2>&1
+    export PYTHONPATH=/tmp/site ASV_PYTHONPATH=/tmp/site  # asv drops PYTHONPATH otherwise
+fi
+if ! "$PY" -m pip install -q --no-deps --no-build-isolation -e . >> "$LOG" 2>&1; then
+    echo "editable install failed: torchpulse from src/ through PYTHONPATH" | tee -a "$SUMMARY"
+    export PYTHONPATH=$PWD/src:${PYTHONPATH:-} ASV_PYTHONPATH=$PWD/src:${ASV_PYTHONPATH:-}
+fi
+echo "setup          ${SECONDS}s" | tee -a "$SUMMARY"
+step info 30 bash -c "nvidia-smi; $PY -c 'import torch, sys; print(sys.version); \
+print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), \
+torch.cuda.is_available() and torch.cuda.get_device_name())'; ${TP[*]} --version; \
+$PY -m asv --version; git --version; nproc"
+
+# --- phase A: timings, one at a time ------------------------------------------------------
+step clock 80 "$PY" experiments/gpu/clock_check.py --device "$DEVICE" --preset "$PRESET" \
+    --output "$WORK/clock.jsonl"
+step bench 90 "${TP[@]}" bench --device "$DEVICE" --preset "$PRESET"
+step dynamo 170 "${TP[@]}" dynamo --performance --inference --device "$DEVICE" --preset "$PRESET" \
+    --repeat 10 --timeout 60 --output "$WORK/dynamo_performance.csv"
+
+# --- phase B: every other path, side by side (their timings are not figures) -------------
+(
+    step check 50 "${TP[@]}" check --device "$DEVICE" --preset "$PRESET"
+    step oss 40 bash -c "${TP[*]} bench --device $DEVICE --preset $PRESET --nloops 20 \
+--print-json oss > $WORK/oss.json"
+    step pep 40 bash -c "${TP[*]} bench --device $DEVICE --preset $PRESET --nloops 5 \
+--rnns cudnn jit --cnns resnet50 --print-json pep > $WORK/pep.json"
+) &
+(
+    step pytest_gpu 120 "$PY" -m pytest -p no:cacheprovider -m gpu tests/gpu -q
+    step varlen 40 "${TP[@]}" bench --device "$DEVICE" --preset "$PRESET" --nloops 3 \
+        --rnns vl_cudnn vl_jit vl_py --group rnns
+) &
+(
+    step profile 60 "${TP[@]}" profile --rnns cudnn jit --cnns resnet50 --device "$DEVICE" \
+        --preset "$PRESET" --nloops 3 --output "$WORK/profile"
+    step autograd 90 "${TP[@]}" autograd --gpu "$GPU" --preset "$PRESET" --num-iters 5 \
+        --model-filter resnet18 ppl_simple_reg wav2letter transformer multiheadattn \
+        --output "$WORK/autograd.md"
+) &
+(
+    # asv over this machine's python (no environment built), two samples a benchmark
+    if [ ! -d .git ] && command -v git > /dev/null; then
+        git init -q -b main && git add -A && git -c user.name=gpu -c user.email=gpu@localhost \
+            commit -qm "the tree sent to the GPU machine"
+    fi
+    step asv 170 env TORCHPULSE_PRESET="$PRESET" TORCHPULSE_DEVICE="$DEVICE" bash -c \
+        "$PY -m asv machine --yes && $PY -m asv run -E existing:$(command -v "$PY") \
+--set-commit-hash \$(git rev-parse HEAD) -a rounds=1 -a repeat=2 --record-samples \
+--show-stderr --bench 'bench_(rnns|cnns)'"
+) &
+wait
+
+rm -f "$WORK"/profile/*.trace.json  # tens of MB each; the key averages stay
+cp -r results "$WORK/asv-results" 2>/dev/null
+tar czf "$OUT/files.tgz" -C "$WORK" .
+echo "total          ${SECONDS}s" | tee -a "$SUMMARY"
