@@ -1,14 +1,16 @@
 """Is torchpulse's CUDA timing sync-correct? (issue 37; run on a GPU machine)
 
-For each runner, the same forward (and backward) calls are timed three ways, interleaved in
-rounds so that clock drift and boost states hit all three alike:
+For each runner, the same forward (and backward) calls are timed three ways, the methods
+taking turns call by call so that clock drift and boost states hit all three alike:
 
 - ``region``: torchpulse's RegionClock, read before and after each call, as asv reads it;
 - ``events``: a bare loop of CUDA events around the call, synchronised after each;
-- ``timer``: torch.utils.benchmark.Timer (which synchronises on CUDA), forward only.
+- ``timer``: torch.utils.benchmark.Timer (which synchronises on CUDA), forward only, one
+  call a measurement; ``pipelined`` is its default use, a block of calls back to back with
+  one synchronisation at the end (the host queues the next call while the GPU runs one).
 
-It prints one JSON line per runner and pass with the medians (ms) and the ratios
-region/events and region/timer, and a table. Usage:
+It prints one JSON line per runner and pass with the medians and interquartile ranges (ms)
+and the ratios region/events and region/timer, and a table. Usage:
 
     python experiments/gpu/clock_check.py [--device cuda] [--preset cuda] [--runners ...]
 """
@@ -48,7 +50,14 @@ def _events(fn, device: str) -> float:
     return start.elapsed_time(end) / 1000.0
 
 
+def _quartiles(samples: list[float]) -> tuple[float, float, float]:
+    q1, q2, q3 = statistics.quantiles(samples, n=4)
+    return q1, q2, q3
+
+
 def check(name: str, device: str, preset_name: str, calls: int, rounds: int) -> list[dict]:
+    """Each call is timed by one method, the methods taking turns call by call (their order
+    rotating), so the three see the same moments of the GPU's and the host's state."""
     runner = RUNNERS[name]
     work = Workload(runner, resolve_preset(preset_name, device), device)
     md = work.model
@@ -57,51 +66,71 @@ def check(name: str, device: str, preset_name: str, calls: int, rounds: int) -> 
     _sync(device)
 
     clock = RegionClock(device)
-    region = {"forward": [], "backward": []}
-    events = {"forward": [], "backward": []}
-    timer = []
 
     def forward():
         return md.forward(*md.inputs)
 
+    # setup runs before each timed block, after Timer's own warm-up calls: the collection
+    # then comes right before the timed call, as in torchpulse's regions (upstream's gc)
+    timer = tbench.Timer("forward()", setup="collect()",
+                         globals={"forward": forward, "collect": collect_garbage},
+                         num_threads=torch.get_num_threads())
+
+    def region_forward() -> float:  # as asv reads the clock: one reading pair per call
+        before = clock()
+        work.forward(clock)
+        return clock() - before
+
+    def events_forward() -> float:  # the bare loop: events around the same call
+        with runner.context():
+            collect_garbage()
+            return _events(forward, device)
+
+    def timer_forward() -> float:  # torch.utils.benchmark, one synchronised call
+        with runner.context():
+            return timer.timeit(1).times[0]
+
+    def region_backward() -> float:
+        fclock, bclock = RegionClock(device), RegionClock(device)
+        work.step(fclock, bclock)
+        return bclock()
+
+    def events_backward() -> float:
+        with runner.context():
+            collect_garbage()
+            args = md.backward_setup(forward())
+            collect_garbage()
+            elapsed = _events(partial(md.backward, *args), device)
+        work._zero_grads(require=False)
+        return elapsed
+
+    methods = {"forward": {"region": region_forward, "events": events_forward,
+                           "timer": timer_forward}}
+    if md.backward is not None:
+        methods["backward"] = {"region": region_backward, "events": events_backward}
+    samples = {kind: {m: [] for m in ms} for kind, ms in methods.items()}
+    pipelined = []
     for _ in range(rounds):
-        # torchpulse: the clock as asv reads it, one reading pair per call
-        for _ in range(calls):
-            before = clock()
-            work.forward(clock)
-            region["forward"].append(clock() - before)
-            if md.backward is not None:
-                fclock, bclock = RegionClock(device), RegionClock(device)
-                work.step(fclock, bclock)
-                region["backward"].append(bclock())
-        # the bare loop: events around the same calls, same context and garbage collection
+        for i in range(calls):
+            for kind, ms in methods.items():
+                names = list(ms)
+                for m in names[i % len(names):] + names[:i % len(names)]:
+                    samples[kind][m].append(ms[m]())
+        # back to back, synchronised once at the end: what Timer reports by default
         with runner.context():
-            for _ in range(calls):
-                collect_garbage()
-                events["forward"].append(_events(forward, device))
-                if md.backward is not None:
-                    out = forward()
-                    args = md.backward_setup(out)
-                    collect_garbage()
-                    events["backward"].append(_events(partial(md.backward, *args), device))
-                    work._zero_grads(require=False)
-        # torch.utils.benchmark: forward passes, its own loop and synchronisation
-        with runner.context():
-            t = tbench.Timer("forward()", globals={"forward": forward},
-                             num_threads=torch.get_num_threads())
-            timer.extend(t.timeit(calls).times)  # one block of `calls` calls: its mean
+            pipelined.append(timer.timeit(calls).times[0])
     rows = []
-    for kind in ("forward", "backward"):
-        if not region[kind]:
-            continue
-        r = statistics.median(region[kind])
-        e = statistics.median(events[kind])
+    for kind, by_method in samples.items():
+        q = {m: _quartiles(v) for m, v in by_method.items()}
+        r = q["region"][1]
         row = {"runner": name, "pass": kind, "device": device, "preset": preset_name,
-               "calls": len(region[kind]), "region_ms": r * 1e3, "events_ms": e * 1e3,
-               "region_over_events": r / e}
-        if kind == "forward":
-            m = statistics.median(timer)
-            row.update(timer_ms=m * 1e3, region_over_timer=r / m)
+               "calls": len(by_method["region"])}
+        for m, (q1, q2, q3) in q.items():
+            row.update({f"{m}_ms": q2 * 1e3, f"{m}_iqr_ms": (q3 - q1) * 1e3})
+        row["region_over_events"] = r / q["events"][1]
+        if "timer" in q:
+            row["region_over_timer"] = r / q["timer"][1]
+            row["pipelined_ms"] = statistics.median(pipelined) * 1e3
         rows.append(row)
     return rows
 
@@ -129,12 +158,13 @@ def main() -> None:
         with open(args.output, "w") as f:
             f.write("\n".join(lines) + "\n")
     print(f"\n{'runner':<12}{'pass':<10}{'region ms':>11}{'events ms':>11}{'timer ms':>10}"
-          f"{'r/e':>8}{'r/t':>8}")
+          f"{'piped ms':>10}{'r/e':>8}{'r/t':>8}")
     for row in map(json.loads, lines):
         if "error" in row:
             print(f"{row['runner']:<12}error: {row['error']}")
             continue
-        timer = f"{row['timer_ms']:>10.3f}" if "timer_ms" in row else " " * 10
+        timer = (f"{row['timer_ms']:>10.3f}{row['pipelined_ms']:>10.3f}" if "timer_ms" in row
+                 else " " * 20)
         rt = f"{row['region_over_timer']:>8.3f}" if "region_over_timer" in row else ""
         print(f"{row['runner']:<12}{row['pass']:<10}{row['region_ms']:>11.3f}"
               f"{row['events_ms']:>11.3f}{timer}{row['region_over_events']:>8.3f}{rt}")

@@ -3,10 +3,12 @@
 # Sent with the device tool from the repository root, asv's wheels carried in .whl/:
 #     run(command="bash experiments/gpu/verify.sh", carry=[".whl"], timeout_s=590)
 # Each step has its own time cap and the next one runs whatever the last one did. The
-# timing steps (phase A) run alone on the GPU; the path checks (phase B) run side by side.
+# checks and timings (phase A) run alone on the GPU; the other paths (phase B) side by side.
 # What comes back in $OUT: summary.txt (one line a step: exit code and seconds), all.log
 # (every step's output), files.tgz (CSV, JSON, profiles' key averages, asv's results).
 # Dry run on a CPU machine: DEVICE=cpu PRESET=smoke GPU=-1 bash experiments/gpu/verify.sh
+# ONLY="check clock" runs those steps alone; ASV_BENCH and ASV_CAP narrow the asv step;
+# NO_INSTALL=1 keeps the editable install of another checkout (a dry run from a copy).
 set -u
 OUT=${OUT:-/tmp/gpu-verify}
 DEVICE=${DEVICE:-cuda}
@@ -23,6 +25,7 @@ TP=("$PY" -m torchpulse.cli)
 step() {  # step NAME CAP COMMAND...: run it under a time cap, keep its output, one line
     local name=$1 cap=$2 t0=$SECONDS rc
     shift 2
+    if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
     timeout -k 5 "$cap" "$@" > "$WORK/$name.log" 2>&1
     rc=$?
     { printf '\n===== %s (cap %ss, rc %s): %s\n' "$name" "$cap" "$rc" "$*"
@@ -37,7 +40,8 @@ if [ -d .whl ]; then
         --target /tmp/site .whl/*.whl >> "$LOG" 2>&1
     export PYTHONPATH=/tmp/site ASV_PYTHONPATH=/tmp/site  # asv drops PYTHONPATH otherwise
 fi
-if ! "$PY" -m pip install -q --no-deps --no-build-isolation -e . >> "$LOG" 2>&1; then
+if [ -z "${NO_INSTALL:-}" ] && ! "$PY" -m pip install -q --no-deps --no-build-isolation \
+        -e . >> "$LOG" 2>&1; then
     echo "editable install failed: torchpulse from src/ through PYTHONPATH" | tee -a "$SUMMARY"
     export PYTHONPATH=$PWD/src:${PYTHONPATH:-} ASV_PYTHONPATH=$PWD/src:${ASV_PYTHONPATH:-}
 fi
@@ -47,25 +51,24 @@ print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), \
 torch.cuda.is_available() and torch.cuda.get_device_name())'; ${TP[*]} --version; \
 $PY -m asv --version; git --version; nproc"
 
-# --- phase A: timings, one at a time ------------------------------------------------------
-step clock 80 "$PY" experiments/gpu/clock_check.py --device "$DEVICE" --preset "$PRESET" \
+# --- phase A: timings and checks, one at a time -----------------------------------------
+step check 40 "${TP[@]}" check --device "$DEVICE" --preset "$PRESET"
+step pytest_gpu 60 "$PY" -m pytest -p no:cacheprovider -m gpu tests/gpu -q
+step clock 70 "$PY" experiments/gpu/clock_check.py --device "$DEVICE" --preset "$PRESET" \
     --output "$WORK/clock.jsonl"
 step bench 90 "${TP[@]}" bench --device "$DEVICE" --preset "$PRESET"
-step dynamo 170 "${TP[@]}" dynamo --performance --inference --device "$DEVICE" --preset "$PRESET" \
-    --repeat 10 --timeout 60 --output "$WORK/dynamo_performance.csv"
+step oss 45 bash -c "${TP[*]} bench --device $DEVICE --preset $PRESET --nloops 20 \
+--print-json oss > $WORK/oss.json"
+step dynamo 170 "${TP[@]}" dynamo --performance --inference --device "$DEVICE" \
+    --preset "$PRESET" --repeat 10 --timeout 60 --output "$WORK/dynamo_performance.csv"
 
 # --- phase B: every other path, side by side (their timings are not figures) -------------
 (
-    step check 50 "${TP[@]}" check --device "$DEVICE" --preset "$PRESET"
-    step oss 40 bash -c "${TP[*]} bench --device $DEVICE --preset $PRESET --nloops 20 \
---print-json oss > $WORK/oss.json"
     step pep 40 bash -c "${TP[*]} bench --device $DEVICE --preset $PRESET --nloops 5 \
 --rnns cudnn jit --cnns resnet50 --print-json pep > $WORK/pep.json"
-) &
-(
-    step pytest_gpu 120 "$PY" -m pytest -p no:cacheprovider -m gpu tests/gpu -q
-    step varlen 40 "${TP[@]}" bench --device "$DEVICE" --preset "$PRESET" --nloops 3 \
-        --rnns vl_cudnn vl_jit vl_py --group rnns
+    # the variable-length runners loop over sequences: seconds a step on the GPU
+    step varlen 80 "${TP[@]}" bench --device "$DEVICE" --preset "$PRESET" --warmup 2 \
+        --nloops 2 --rnns vl_cudnn vl_jit vl_py --group rnns
 ) &
 (
     step profile 60 "${TP[@]}" profile --rnns cudnn jit --cnns resnet50 --device "$DEVICE" \
@@ -80,10 +83,10 @@ step dynamo 170 "${TP[@]}" dynamo --performance --inference --device "$DEVICE" -
         git init -q -b main && git add -A && git -c user.name=gpu -c user.email=gpu@localhost \
             commit -qm "the tree sent to the GPU machine"
     fi
-    step asv 170 env TORCHPULSE_PRESET="$PRESET" TORCHPULSE_DEVICE="$DEVICE" bash -c \
-        "$PY -m asv machine --yes && $PY -m asv run -E existing:$(command -v "$PY") \
+    step asv "${ASV_CAP:-170}" env TORCHPULSE_PRESET="$PRESET" TORCHPULSE_DEVICE="$DEVICE" \
+        bash -c "$PY -m asv machine --yes && $PY -m asv run -E existing:$(command -v "$PY") \
 --set-commit-hash \$(git rev-parse HEAD) -a rounds=1 -a repeat=2 --record-samples \
---show-stderr --bench 'bench_(rnns|cnns)'"
+--show-stderr --bench '${ASV_BENCH:-bench_(rnns|cnns)}'"
 ) &
 wait
 

@@ -103,3 +103,22 @@ def test_cli_check_cuda_unavailable_is_bad_input(capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert main(["check", "--device", "cuda"]) == 2
     assert "CUDA is not available" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["cudnn_dropout", "jit_dropout"])
+def test_dropout_is_off_but_torchs_lstm_stays_in_training_mode(name):
+    """cuDNN runs an RNN's backward only in training mode (every check against an nn.LSTM
+    reference failed on the GPU with eval mode, docs/gpu.md): torch's RNN modules keep it
+    with dropout 0, every other module is in eval mode."""
+    import torch
+
+    for creator in (RUNNERS[name].creator, RUNNERS[name].reference):
+        md = creator(SMOKE, "cpu")
+        first = check._backward_tensor(md, RUNNERS[name].context)
+        again = check._backward_tensor(md, RUNNERS[name].context)
+        assert torch.equal(first, again)  # no dropout left
+        for sub in (s for m in md.modules for s in m.modules()):
+            if isinstance(sub, torch.nn.RNNBase):
+                assert sub.training and sub.dropout == 0.0
+            else:
+                assert not sub.training

@@ -3,7 +3,8 @@
 Each checked runner and its reference are built from the same seed (hence the same weights
 and inputs); the tensor each one's backward runs on and every parameter gradient, for one
 shared output gradient, must agree within a tolerance (upstream fastrnns uses 1e-3).
-Dropout is switched off (eval mode) for the comparison.
+Dropout is switched off for the comparison (eval mode; torch's RNN modules stay in training
+mode with dropout 0, since cuDNN's RNN backward refuses eval mode).
 
 Differences are max|a - b| / max(1, max|reference|): upstream's absolute difference for
 values up to 1, relative beyond. float32 rounding is relative, and gradients summed over
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from torchpulse.errors import TorchpulseError
 from torchpulse.fastrnns.runners import RUNNERS, ModelDef, Runner, get_runners
@@ -73,11 +74,22 @@ def select(names: Sequence[str] | None = None) -> list[Runner]:
     return runners
 
 
+def _without_dropout(module: nn.Module) -> None:
+    """Dropout off for the comparison: eval mode, except for torch's RNN modules, which keep
+    training mode with their dropout set to 0 (cuDNN runs an RNN's backward only in training
+    mode: "cudnn RNN backward can only be called in training mode")."""
+    module.eval()
+    for sub in module.modules():
+        if isinstance(sub, nn.RNNBase):
+            sub.dropout = 0.0
+            sub.train()
+
+
 def _backward_tensor(
     md: ModelDef, context: Callable[[], AbstractContextManager[Any]]
 ) -> Tensor:
     for module in md.modules:
-        module.eval()
+        _without_dropout(module)
     with context():
         output = md.forward(*md.inputs)
         if md.backward_setup is None:  # forward only: its output (gradients still checkable)
