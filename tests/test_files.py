@@ -1,15 +1,10 @@
-"""Writing files: all or nothing, with the user's usual mode, through what a path names."""
+"""Writing files: all or nothing, with the user's usual mode (which paths a command may
+write: tests/cli/test_outputs.py)."""
 
 import os
 import stat
-import threading
-from pathlib import Path
 
-import pytest
-from clirun import exit_code
-
-from torchpulse.analysis import synthetic
-from torchpulse.files import write_json_atomically, write_text_atomically, write_text_to
+from torchpulse.files import write_json_atomically, write_text_atomically
 
 
 def mode(path) -> int:
@@ -29,45 +24,6 @@ def test_new_files_get_the_umask_mode_and_old_ones_keep_theirs(tmp_path):
     finally:
         os.umask(old)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.txt", "new.json"]
-
-
-def test_output_goes_through_a_symlink_to_its_target(tmp_path):
-    target = tmp_path / "real.txt"
-    target.write_text("old")
-    link = tmp_path / "link.txt"
-    link.symlink_to(target)
-    write_text_to(link, "new")
-    assert link.is_symlink() and target.read_text() == "new"
-
-
-def test_output_into_a_fifo_or_a_device_is_written_not_replaced(tmp_path):
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    got = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
-    reader.start()
-    write_text_to(fifo, "through the pipe\n")
-    reader.join(timeout=60)
-    assert got == ["through the pipe\n"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    write_text_to(Path("/dev/null"), "discarded")
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
-    with pytest.raises(IsADirectoryError):
-        write_text_to(tmp_path, "x")
-
-
-def test_alert_output_to_a_symlink_and_a_directory(tmp_path, capsys):
-    synthetic.build(tmp_path / "p", commits=6, per_cell=1, noise_series=1, seed=1,
-                    kinds=("noise",))
-    target = tmp_path / "alerts.json"
-    target.write_text("")
-    (tmp_path / "link.json").symlink_to(target)
-    args = ["alert", "--config", str(tmp_path / "p" / "asv.conf.json"), "--format", "json"]
-    assert exit_code([*args, "--output", str(tmp_path / "link.json")]) == 0
-    assert (tmp_path / "link.json").is_symlink() and '"verdicts"' in target.read_text()
-    capsys.readouterr()
-    assert exit_code([*args, "--output", str(tmp_path)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "cannot write" in err[0]
 
 
 def test_only_the_scratch_files_of_killed_writers_are_removed(tmp_path):

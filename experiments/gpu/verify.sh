@@ -57,7 +57,7 @@ step pytest_gpu 60 "$PY" -m pytest -p no:cacheprovider -m gpu tests/gpu -q
 step clock 70 "$PY" experiments/gpu/clock_check.py --device "$DEVICE" --preset "$PRESET" \
     --output "$WORK/clock.jsonl"
 step bench 90 "${TP[@]}" bench --device "$DEVICE" --preset "$PRESET"
-step oss 45 bash -c "${TP[*]} bench --device $DEVICE --preset $PRESET --nloops 20 \
+step oss 90 bash -c "${TP[*]} bench --device $DEVICE --preset $PRESET --nloops 20 \
 --print-json oss > $WORK/oss.json"
 step dynamo 170 "${TP[@]}" dynamo --performance --inference --device "$DEVICE" \
     --preset "$PRESET" --repeat 10 --timeout 60 --output "$WORK/dynamo_performance.csv"

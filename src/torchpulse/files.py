@@ -40,23 +40,6 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def write_text_to(path: Path, text: str) -> None:
-    """``text`` into what ``path`` names: through a symlink to its target, straight into a
-    FIFO or a device (nothing to rename over there), all or nothing into a regular file."""
-    real = Path(os.path.realpath(path))
-    try:
-        mode = os.stat(real).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and stat.S_ISDIR(mode):
-        raise IsADirectoryError(21, "Is a directory", str(path))
-    if mode is not None and not stat.S_ISREG(mode):
-        with open(real, "w", encoding="utf-8") as f:
-            f.write(text)
-        return
-    write_text_atomically(real, text)
-
-
 def write_text_atomically(path: Path, text: str) -> None:
     write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -112,11 +113,26 @@ def test_gate_without_history_decides_by_comparing(repo, tmp_path):
     (["bisect", "HEAD~1", "HEAD", "--bench", "bench_work.time_none"], "matched no benchmark"),
     (["compare", "HEAD~1", "HEAD", "--max-runs", "2"], "--max-runs must be at least 3"),
 ])
-def test_bad_input_is_one_line_and_exit_2(repo, monkeypatch, capsys, args, message):
+def test_bad_input_is_one_line_and_exit_2(repo, monkeypatch, capsys, tmp_path, args,
+                                          message):
     root, _ = repo
     monkeypatch.chdir(root)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = tree_bytes(root / "results")
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert message in err[-1] and err[-1].startswith(f"torchpulse {args[0]}: error:")
     assert tree_bytes(root / "results") == before
+    assert list(tmp_path.iterdir()) == []  # the scratch folder went with the error
+
+
+def test_a_kept_scratch_is_named_with_asvs_log(repo, monkeypatch, capsys, tmp_path):
+    root, _ = repo
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["bisect", "HEAD~1", "HEAD", "--bench", "bench_work.time_none",
+                 "--keep-scratch"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-2].startswith("torchpulse bisect: scratch results and log kept in")
+    log = err[-1].split("asv's log: ")[1].rstrip(")")
+    assert "matched no benchmark" in err[-1] and Path(log).is_file()

@@ -20,6 +20,7 @@ from torchpulse.cli.args import (
     add_machine,
     add_output,
     add_results_dir,
+    check_outputs,
     fraction,
     non_negative_int,
     note,
@@ -32,6 +33,7 @@ from torchpulse.cli.args import (
 def cmd_alert(args: argparse.Namespace) -> int:
     from torchpulse.analysis import alert, ledger, report
 
+    check_outputs(args, files=("output",))
     found = alert.run(project(args), machine=args.machine, branch=args.branch,
                       since=args.since, alpha=args.alpha, threshold=args.threshold,
                       history_mode=args.history, floor=args.noise_floor,
@@ -49,6 +51,7 @@ def cmd_alert(args: argparse.Namespace) -> int:
 def cmd_disturbed(args: argparse.Namespace) -> int:
     from torchpulse.analysis import alert, confirm, disturbance, ledger
 
+    check_outputs(args, files=("hashfile", "confirm"))
     done = ledger.read_ledger(Path(args.confirm)) if args.confirm else {}
     proj = project(args)
     # the ledger read once: what it says was measured again is what the alert marks
@@ -72,12 +75,12 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
                           + ", ".join(c[:8] for c in once.commits))
         plan = plan.union(once, history.position)
     if args.hashfile:
-        write_output("".join(f"{c}\n" for c in plan.commits), args.hashfile)
+        write_output("".join(f"{c}\n" for c in plan.commits), args.hashfile, "--hashfile")
     if once.commits:
         # recorded before the re-run, so each step is measured again once even when the
         # re-run fails; the stamp (when the measurement it replaces started) keeps the
         # alert from calling a step measured twice unless the second one was stored
-        write_output(ledger.ledger_text(done | pending), args.confirm)
+        write_output(ledger.ledger_text(done | pending), args.confirm, "--confirm")
     if plan.commits:
         print(plan.bench_regex())
     return EXIT_OK
@@ -86,6 +89,7 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
 def cmd_evaluate_detection(args: argparse.Namespace) -> int:
     from torchpulse.analysis import evaluation
 
+    check_outputs(args, files=("output",), folders=("keep",))
     options = evaluation.Options(
         commits=args.commits, per_cell=args.per_cell, noise_series=args.noise_series,
         seed=args.seed, alpha=args.alpha, threshold=args.threshold, use_asv=not args.no_asv,

@@ -9,7 +9,9 @@ imported when a command runs.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,6 +86,27 @@ def fraction(text: str) -> float:
     return value
 
 
+# PEP 508's distribution names: letters and digits, with . _ - inside
+_DISTRIBUTION = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+def distribution_name(text: str) -> str:
+    """An installed package's name as pip knows it (torch, my-package)."""
+    if not _DISTRIBUTION.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"not a package name: {text!r}")
+    return text
+
+
+def machine_name(text: str) -> str:
+    """An asv machine name: it names a folder of the results tree."""
+    from torchpulse.results.store import StoreError, check_name
+
+    try:
+        return check_name(text, "machine name")
+    except StoreError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def port(text: str) -> int:
     value = _int(text)
     if not 0 <= value <= 65535:
@@ -116,7 +139,8 @@ def add_results_dir(p: argparse.ArgumentParser) -> None:
 
 
 def add_machine(p: argparse.ArgumentParser, help: str, required: bool = False) -> None:
-    p.add_argument("--machine", required=required, metavar="NAME", help=help)
+    p.add_argument("--machine", required=required, metavar="NAME", type=machine_name,
+                   help=help)
 
 
 def add_output(p: argparse.ArgumentParser, what: str, *aliases: str) -> None:
@@ -133,16 +157,54 @@ def project(args: argparse.Namespace) -> Project:
     return Project.load(args.config).with_results_dir(getattr(args, "results_dir", None))
 
 
-def write_output(text: str, output: str | None) -> None:
-    """``text`` to stdout, or to what ``output`` names: all or nothing into a regular file
-    (through a symlink to its target), straight into a FIFO or a device."""
+def check_outputs(args: argparse.Namespace, files: Sequence[str] = (),
+                  folders: Sequence[str] = ()) -> None:
+    """Refuse, before any work, the paths given to the options ``files`` and ``folders``
+    (attribute names) that a write would damage (torchpulse.results.protected): in the
+    project of --config (or of ./asv.conf.json for commands without one, when it loads),
+    any .git, a symbolic link, what is not a regular file. UsageError, one line."""
+    from torchpulse.results.protected import ProtectedPathError, check_file, check_folder
+
+    given = [(name, check_file) for name in files if getattr(args, name, None) is not None]
+    given += [(name, check_folder) for name in folders
+              if getattr(args, name, None) is not None]
+    if not given:
+        return
+    proj = _project_to_guard(args)
+    for name, check in given:
+        try:
+            check(getattr(args, name), "--" + name.replace("_", "-"), proj)
+        except ProtectedPathError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def _project_to_guard(args: argparse.Namespace) -> Project | None:
+    if hasattr(args, "config"):
+        return project(args)  # the command needs it anyway: its errors are the command's
+    if not Path(CONFIG).is_file():
+        return None
+    from torchpulse.results.project import Project
+
+    try:
+        return Project.load(CONFIG)
+    except TorchpulseError:
+        return None  # not an asv project this command works with: .git and links still hold
+
+
+def write_output(text: str, output: str | None, option: str = "--output") -> None:
+    """``text`` to stdout, or all or nothing into the regular file ``output`` (checked by
+    ``check_outputs`` before the command's work; a link or a special file is refused here
+    too, in case one appeared since)."""
     if output is None:
         sys.stdout.write(text)
         return
-    from torchpulse.files import write_text_to
+    from torchpulse.files import write_text_atomically
+    from torchpulse.results.protected import ProtectedPathError, check_file
 
     try:
-        write_text_to(Path(output), text)
+        write_text_atomically(check_file(output, option), text)
+    except ProtectedPathError as exc:
+        raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"{output}: cannot write ({exc.strerror or exc})") from None
 

@@ -13,6 +13,7 @@ from torchpulse.cli.args import (
     UsageError,
     add_output,
     add_preset,
+    check_outputs,
     non_negative_int,
     positive_int,
     write_output,
@@ -33,6 +34,7 @@ def cmd_autograd(args: argparse.Namespace) -> int:
     from torchpulse.autograd import run, table
     from torchpulse.autograd.tasks import functorch_available
 
+    check_outputs(args, files=("output",))
     keep_freed_memory()  # measured as the asv suites measure (torchpulse/allocation.py)
 
     pairs = run.select(_names(args.model_filter), _names(args.task_filter))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from torchpulse.analysis.defaults import FORMATS, MIN_ROUNDS
@@ -15,6 +17,7 @@ from torchpulse.cli.args import (
     add_config,
     add_machine,
     add_output,
+    check_outputs,
     fraction,
     note,
     positive_int,
@@ -28,25 +31,56 @@ DEFAULT_ALPHA = 0.05
 DEFAULT_MAX_RUNS = 20
 
 
-def _runs(args: argparse.Namespace, command: str, bench: str):
+@contextmanager
+def _scratch(args: argparse.Namespace, command: str) -> Iterator[Path]:
+    """A scratch folder for asv's runs, removed however the command ends unless
+    --keep-scratch; an error from asv then names its log, or how to keep it."""
+    from torchpulse.culprit.runs import RunError
+
+    workdir = Path(tempfile.mkdtemp(prefix=f"torchpulse-{command}-"))
+    try:
+        yield workdir
+    except RunError as exc:
+        if exc.log is None:
+            raise
+        where = (f"asv's log: {exc.log}" if args.keep_scratch
+                 else "--keep-scratch keeps asv's log")
+        raise RunError(f"{exc} ({where})", log=exc.log) from None
+    finally:
+        if args.keep_scratch:
+            note(command, f"scratch results and log kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _runs(args: argparse.Namespace, command: str, bench: str, workdir: Path):
     from torchpulse.culprit.runs import AsvRuns
 
     if args.max_runs < MIN_ROUNDS:
         raise UsageError(f"--max-runs must be at least {MIN_ROUNDS}, got {args.max_runs}")
     proj = project(args)
-    workdir = Path(tempfile.mkdtemp(prefix=f"torchpulse-{command}-"))
-    runs = AsvRuns(proj, bench, workdir, machine=args.machine)
-    note(command, f"preparing asv (scratch results and log in {workdir})")
+    return proj, AsvRuns(proj, bench, workdir, machine=args.machine)
+
+
+def _prepare(runs, command: str) -> None:
+    """After the arguments are checked (revisions resolved): asv's scratch config."""
+    note(command, "preparing asv")
     runs.prepare()
-    return proj, runs
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    check_outputs(args, files=("output",))
+    with _scratch(args, "compare") as workdir:
+        return _compare(args, workdir)
+
+
+def _compare(args: argparse.Namespace, workdir: Path) -> int:
     from torchpulse.culprit.compare import compare
     from torchpulse.culprit.report import render_comparison
 
-    _proj, runs = _runs(args, "compare", args.bench)
+    _proj, runs = _runs(args, "compare", args.bench, workdir)
     base, head = runs.resolve(args.base), runs.resolve(args.head)
+    _prepare(runs, "compare")
     note("compare", f"{head[:12]} against {base[:12]}, interleaved, up to {args.max_runs} runs "
          "of each (asv builds each commit on its first run)")
     result = compare(runs, base, head, threshold=args.threshold, alpha=args.alpha,
@@ -56,21 +90,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
         write_output(render_comparison(result, "text"), None)
     if args.annotate:
         write_output(render_comparison(result, "github"), None)
-    shutil.rmtree(runs.workdir, ignore_errors=True)
     return EXIT_FAILED if result.slower else EXIT_OK
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
+    with _scratch(args, "bisect") as workdir:
+        return _bisect(args, workdir)
+
+
+def _bisect(args: argparse.Namespace, workdir: Path) -> int:
     from torchpulse.culprit import probes
     from torchpulse.culprit.bisect import bisect
     from torchpulse.culprit.report import bisection_text
     from torchpulse.culprit.runs import selection
     from torchpulse.results import gitrepo
 
-    proj, runs = _runs(args, "bisect", selection([args.bench]))
+    proj, runs = _runs(args, "bisect", selection([args.bench]), workdir)
     good, bad = runs.resolve(args.good), runs.resolve(args.bad)
     repo = proj.local_repo()
     candidates = gitrepo.first_parent_range(repo, good, bad)
+    _prepare(runs, "bisect")
 
     def filed(probe) -> None:
         if not args.no_store:
@@ -82,7 +121,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
                     progress=lambda line: note("bisect", line), on_probe=filed)
     subjects = {c: gitrepo.subject(repo, c) for c in result.suspects}
     write_output(bisection_text(result, subjects), None)
-    shutil.rmtree(runs.workdir, ignore_errors=True)
     return EXIT_OK if result.found else EXIT_FAILED
 
 
@@ -97,6 +135,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    f"3; default: {DEFAULT_MAX_RUNS})")
     add_machine(p, "asv machine name (default: asv's, the host name)")
     add_config(p, "the repository, its environments and suites")
+    p.add_argument("--keep-scratch", action="store_true",
+                   help="keep the scratch folder (asv's results of the runs and its log), "
+                   "which is otherwise removed however the command ends")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

@@ -12,6 +12,7 @@ from torchpulse.cli.args import (
     add_device,
     add_output,
     add_preset,
+    check_outputs,
     positive_float,
     positive_int,
 )
@@ -31,6 +32,7 @@ def cmd_dynamo(args: argparse.Namespace) -> int:
     if not (args.performance or args.accuracy) or args.training is None:
         raise UsageError("say --performance or --accuracy, and --inference or --training "
                          "(or --list)")
+    check_outputs(args, files=("output",))
     device = resolve_device(args.device)
     mode = "performance" if args.performance else "accuracy"
     options = harness.Options(

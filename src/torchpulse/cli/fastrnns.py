@@ -11,6 +11,7 @@ from torchpulse.cli.args import (
     EXIT_OK,
     add_device,
     add_preset,
+    check_outputs,
     non_negative_int,
     note,
     positive_float,
@@ -84,6 +85,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from torchpulse.fastrnns import bench, profiling
     from torchpulse.presets import resolve_device, resolve_preset
 
+    check_outputs(args, folders=("output",))
     device = resolve_device(args.device)
     preset = bench.with_sizes(resolve_preset(args.preset, device), seed=args.seed)
     if not args.rnns and not args.cnns:

@@ -30,7 +30,13 @@ from torchpulse.results.project import Project
 
 
 class RunError(TorchpulseError, ValueError):
-    """A commit that cannot be measured, or a selection that measures nothing."""
+    """A commit that cannot be measured, or a selection that measures nothing. ``log``:
+    asv's log of the failed run, when there is one (in the scratch folder, which the
+    command removes unless told to keep it)."""
+
+    def __init__(self, message: str, log: Path | None = None) -> None:
+        super().__init__(message)
+        self.log = log
 
 
 @dataclass
@@ -129,7 +135,7 @@ class AsvRuns:
             hint = ("; --bench matched no benchmark (a parameterised one is named with its "
                     "parameters: name('a', 1))" if "No benchmarks selected" in tail[0] else "")
             raise RunError(f"asv failed {what} (exit {proc.returncode}): "
-                           f"{tail[0].lstrip('· ')}{hint} (full log: {log})")
+                           f"{tail[0].lstrip('· ')}{hint}", log=log)
         return proc
 
     def __call__(self, commit: str, keys: Sequence[str] | None = None) -> Run:
@@ -140,7 +146,7 @@ class AsvRuns:
         files = [p for p in self.results_dir.glob("*/*.json") if p.name != "machine.json"]
         if not files:
             raise RunError(f"asv measured nothing at {sha[:12]} for --bench {bench!r} (no "
-                           f"results file; log: {self.workdir / 'asv.log'})")
+                           "results file)", log=self.workdir / "asv.log")
         run = Run(sha, {}, {})
         for path in files:
             self.count += 1

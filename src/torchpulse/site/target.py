@@ -25,6 +25,7 @@ from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
 from torchpulse.results.project import Project
+from torchpulse.results.protected import inside, kept
 
 MARKER = ".torchpulse-site"  # written into every site torchpulse publishes
 # what a site published before the marker existed holds
@@ -36,24 +37,6 @@ class TargetError(TorchpulseError, ValueError):
     """An html target that publishing would damage."""
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def _kept(project: Project) -> list[tuple[str, Path]]:
-    """What the project keeps, which a site may neither replace nor hold."""
-    root = project.root.resolve()
-    kept = [("the results folder", project.results_dir),
-            ("the benchmarks folder", root / str(project.settings.get("benchmark_dir")
-                                                 or "benchmarks")),
-            ("asv's environments", root / str(project.settings.get("env_dir") or "env")),
-            ("the asv config", project.config)]
-    if not project.is_remote:
-        repo = (root / project.repo_setting).resolve()
-        kept.append(("the git repository", repo / ".git"))
-    return [(what, path.resolve()) for what, path in kept]
-
-
 def check(project: Project, target: Path) -> Path:
     """``target``, resolved, when a site may be published there; TargetError otherwise."""
     where = target.resolve()
@@ -61,11 +44,11 @@ def check(project: Project, target: Path) -> Path:
     if not project.is_remote:
         roots.append(("the git repository", (project.root / project.repo_setting).resolve()))
     for what, root in roots:
-        if _inside(root, where):
+        if inside(root, where):
             raise TargetError(f"--html-dir {target}: publishing there would replace {what} "
                               f"({root}); choose a folder of its own")
-    for what, path in _kept(project):
-        if _inside(where, path) or _inside(path, where):
+    for what, path in kept(project):
+        if inside(where, path) or inside(path, where):
             raise TargetError(f"--html-dir {target}: overlaps {what} ({path}); choose a "
                               "folder of its own")
     if where.exists() or where.is_symlink():
