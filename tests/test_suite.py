@@ -203,7 +203,9 @@ def test_stub_suites_are_declared_once_something_is_imported(tmp_path):
     records = [Record("fastrnns", "time_forward", ("cudnn",), 0.01),
                Record("autograd", "time_task", ("resnet18", "vjp"), 0.02),
                Record("pytest", "time_test", ("t.py::test_x",), 0.03),
-               Record("dynamo", "time_latency", ("cpu", "mlp"), 0.001)]
+               Record("dynamo", "time_latency", ("cpu", "mlp"), 0.001),
+               Record("pytorch", "track_inverse", ("benchmark=b, model=m, device=cuda",
+                                                   "speedup"), 0.8)]
     store.import_records(store.Target(tmp_path / "results", "m", "a" * 40, 0), records[:1])
     assert {n.rsplit(".", 1)[0] for n in _discover_stubs(tmp_path)} == {
         "external.bench_fastrnns.Fastrnns"}

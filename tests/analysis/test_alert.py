@@ -2,6 +2,8 @@
 bad input; evaluate-detection's scoring (the CI gate itself runs in e2e/)."""
 
 import json
+import re
+import shlex
 
 import pytest
 from clirun import exit_code
@@ -25,8 +27,13 @@ def test_json_contract_and_planted_steps(alert_project, tmp_path, capsys):
         assert set(a) == {"benchmark", "params", "machine", "env", "commit", "previous_commit",
                           "culprits", "before", "after", "ratio", "unit", "pvalue", "direction",
                           "noisy", "unmeasured_commits", "disturbed_before", "confirmed",
-                          "bisect", "drifts"}
+                          "bisect", "drifts", "repro"}
         assert a["direction"] == "regression" and a["ratio"] > 1 and a["unit"] == "seconds"
+        # the command that measures this one benchmark again, and nothing else
+        base, head, flag, bench = shlex.split(a["repro"])[2:6]
+        assert (base, head, flag) == (a["previous_commit"][:12], a["commit"][:12], "--bench")
+        name = f"{a['benchmark']}({', '.join(a['params'])})"
+        assert re.fullmatch(bench, name) and not re.fullmatch(bench, name + "x")
         assert a["culprits"][0] == a["commit"]
         assert a["ratio"] == pytest.approx(a["after"] / a["before"])
         assert history.index(a["previous_commit"]) == history.index(a["commit"]) - 1
@@ -62,6 +69,11 @@ def test_text_markdown_and_github_formats(alert_project, capsys):
     assert alert(path, "--format", "github") == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines and all(line.startswith(("::error ", "::warning ")) for line in lines)
+    # every alert, in every format, carries the command that measures it again
+    errors = [line for line in lines if line.startswith("::error ")]
+    assert errors and all("measure it again: torchpulse compare " in e for e in errors)
+    assert text.count("measure it again: torchpulse compare ") == text.count("REGRESSION")
+    assert md.count("again: torchpulse compare ") == text.count("REGRESSION")
 
 
 def test_unstable_series_say_what_more_commits_would_do_in_every_format(alert_project, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 from collections import defaultdict
 
@@ -94,6 +95,18 @@ def bisect_command(report: Report, alert: Alert) -> str | None:
         return None
     return (f"torchpulse bisect {alert.previous_commit[:12]} {alert.commit[:12]} --bench "
             f"{shlex.quote(_name(alert))} --machine {shlex.quote(alert.key.machine)}")
+
+
+def repro_command(alert: Alert) -> str | None:
+    """The one command that measures the step again on the user's machine: the commit
+    before it against the alert's commit, this benchmark alone (an exact asv --bench). None
+    for an imported series, which torchpulse cannot run."""
+    if alert.key.benchmark.startswith("external."):
+        return None
+    name = _name(alert)
+    bench = "^" + re.escape(name) + "$"
+    return (f"torchpulse compare {alert.previous_commit[:12]} {alert.commit[:12]} --bench "
+            f"{shlex.quote(bench)}")
 
 
 def _what(report: Report) -> str:
@@ -193,6 +206,7 @@ def to_json(report: Report) -> str:
         "unmeasured_commits": unmeasured(report, a),
         "disturbed_before": list(a.disturbed_before), "confirmed": a.confirmed,
         "bisect": bisect_command(report, a),
+        "repro": repro_command(a),
         "drifts": [{"first": first, "last": last} for first, last in a.drifts],
     } for a in report.alerts]
     verdicts = [{
@@ -238,6 +252,9 @@ def to_text(report: Report) -> str:
         if a.confirmed:
             lines.append(f"              measured twice at {a.commit[:8]}: the step showed "
                          "again")
+        command = repro_command(a)
+        if command:
+            lines.append(f"              measure it again: {command}")
         command = bisect_command(report, a)
         if command:
             lines.append(f"              {gap_text(report, a)}; find the culprit: {command}")
@@ -282,6 +299,9 @@ def to_markdown(report: Report) -> str:
                          f"{culprits} |")
         lines.append("")
         for a in alerts:
+            command = repro_command(a)
+            if command:
+                lines += [f"To measure {_md(_name(a))} again: {_md(command)}", ""]
             command = bisect_command(report, a)
             if command:
                 lines += [f"{gap_text(report, a, f'`{commit[:12]}`')}; to find the culprit "
@@ -312,7 +332,9 @@ def to_github(report: Report) -> str:
                      + (f" or at {', '.join(c[:12] for c in a.disturbed_before)} (measured on "
                         "a disturbed machine)" if a.disturbed_before else "")
                      + (f" ({_escape(drift_text(a))})" if a.drifts else "")
-                     + f" (p={_p(a)}{', measured twice' if a.confirmed else ''})")
+                     + f" (p={_p(a)}{', measured twice' if a.confirmed else ''})"
+                     + (f"; measure it again: {_escape(repro_command(a))}"
+                        if repro_command(a) else ""))
     if report.disturbed_points:
         said = "; ".join(canary_lines(report))
         lines.append(f"::warning title=Disturbed machine::{_escape(said)}")

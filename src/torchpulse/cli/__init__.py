@@ -2,8 +2,8 @@
 parses, calls one library function, prints and returns an exit code.
 
     fastrnns   check, runners, bench, profile     (torchpulse.fastrnns)
-    results    import, merge                      (torchpulse.results)
-    alerts     alert, evaluate-detection          (torchpulse.analysis)
+    results    import, export, merge, record, init (torchpulse.results)
+    alerts     alert, disturbed, evaluate-detection (torchpulse.analysis)
     culprit    compare, bisect                    (torchpulse.culprit)
     fleet      fleet run                          (torchpulse.fleet)
     site       publish, serve                     (torchpulse.site)

@@ -10,9 +10,14 @@ from torchpulse.cli.args import (
     UsageError,
     add_config,
     add_machine,
+    add_output,
     add_results_dir,
+    check_outputs,
+    distribution_name,
+    machine_name,
     note,
     project,
+    write_output,
 )
 from torchpulse.results.external import DEFAULT_SOURCE, MEASURED
 from torchpulse.results.importers import FORMAT_NAMES
@@ -25,13 +30,25 @@ def cmd_import(args: argparse.Namespace) -> int:
         project(args), args.format, [Path(f) for f in args.files], commit=args.commit,
         machine=args.machine, env_name=args.env_name,
         machine_info=Path(args.machine_info) if args.machine_info else None,
-        unit=args.unit, replace=args.replace, device=args.device)
+        unit=args.unit, replace=args.replace, device=args.device,
+        higher=args.higher_is_better or ())
     for line in done.notes:
         note("import", f"note: {line}")
     s = done.summary
     same = f", {s.unchanged} already stored as they are" if s.unchanged else ""
     print(f"imported {s.added + s.replaced} values ({s.added} new, {s.replaced} replaced"
           f"{same}) of {len(s.benchmarks)} benchmarks from {done.files} file(s) into {s.path}")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from torchpulse.results import export
+
+    check_outputs(args, files=("output",))
+    found = export.records(project(args), args.range, args.machine)
+    write_output(export.render(found, args.json_each_row), args.output)
+    if args.output:
+        note("export", f"{len(found)} v3 record(s) written to {args.output}")
     return EXIT_OK
 
 
@@ -96,9 +113,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("format", choices=FORMAT_NAMES, metavar="FORMAT",
                    help=f"one of: {', '.join(FORMAT_NAMES)}")
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--commit", required=True, metavar="REV",
-                   help="the commit the results belong to (on a branch of the asv config)")
-    add_machine(p, "asv machine name", required=True)
+    p.add_argument("--commit", metavar="REV",
+                   help="the commit the results belong to (on a branch of the asv config); "
+                   "required but for pytorch-v3, whose records carry head_sha")
+    add_machine(p, "asv machine name; required but for pytorch-v3, whose records name "
+                "their runner's type")
     add_config(p, "the repository, its branches and the results directory")
     add_results_dir(p)
     p.add_argument("--env-name", default=DEFAULT_SOURCE, metavar="NAME",
@@ -110,9 +129,33 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "s for files from upstream's CPU path, which prints seconds labelled ms)")
     p.add_argument("--replace", action="store_true",
                    help="overwrite values already stored for this commit")
+    p.add_argument("--higher-is-better", action="append", metavar="METRIC",
+                   help="pytorch-v3: a metric where higher is better, beyond the built-in "
+                   "list (repeatable); stored inverted")
     p.add_argument("--device", metavar="NAME", help="dynamo-csv: the device of a file "
                    "without a dev column (PyTorch CI's ci_expected_accuracy CSVs)")
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser(
+        "export", help="write the results tree as PyTorch benchmark database records (v3)",
+        description="Write every stored point (its samples as benchmark_values) as a record "
+        "of PyTorch's benchmark database, v3, the shape its upload-benchmark-results action "
+        "takes: runner from asv's machine.json, head_sha the measured commit, dependencies "
+        "with the torch version asv recorded. Points imported with `import pytorch-v3` go "
+        "back as they came (higher-is-better metrics un-inverted); `torchpulse import "
+        "pytorch-v3` reads the output back.",
+    )
+    p.add_argument("kind", choices=("pytorch-v3",), metavar="FORMAT", help="pytorch-v3")
+    p.add_argument("range", nargs="?", metavar="RANGE", help="a commit, or A..B (the "
+                   "first-parent commits after A up to B); default: every stored commit")
+    p.add_argument("--machine", action="append", type=machine_name, metavar="NAME",
+                   help="only this machine's results (repeatable; default: every machine)")
+    add_output(p, "write the records here (default: stdout)")
+    p.add_argument("--json-each-row", action="store_true",
+                   help="one record per line (ClickHouse's JSONEachRow) instead of a JSON list")
+    add_config(p, "its results tree and repository")
+    add_results_dir(p)
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
         "merge", help="merge asv results trees from several machines or shards",
@@ -160,7 +203,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "repository (a local clone) on the first-parent history of one of its branches; "
         "otherwise one line and exit 2. This is how a PyTorch nightly is tracked.",
     )
-    p.add_argument("--package", default="torch", metavar="NAME",
+    p.add_argument("--package", default="torch", metavar="NAME", type=distribution_name,
                    help="the installed package whose commit files the results (default: torch)")
     p.add_argument("--commit", metavar="REV", help="the commit instead of the one the "
                    "package says it was built from")

@@ -106,6 +106,15 @@ STUBS = {
                 "1 when the accuracy status is not pass, else 0"),
          Metric("track_graph_breaks", "breaks", "graph breaks (the harness's graph_breaks)")),
     ),
+    "pytorch": Stub(
+        "bench_pytorch", "PyTorchV3", "1", ("series", "metric"),
+        ((PLACEHOLDER,), (PLACEHOLDER,)),
+        (Metric("track_value", "value",
+                "a metric of PyTorch's benchmark database (v3 records), as recorded"),
+         Metric("track_inverse", "1/value",
+                "1 / a higher-is-better v3 metric (speedup, throughput ...): stored so that "
+                "lower is better")),
+    ),
     "autograd": Stub(
         "bench_autograd", "FunctionalAutograd", "1", ("model", "task"),
         (AUTOGRAD_MODELS, AUTOGRAD_TASKS),

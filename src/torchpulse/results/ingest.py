@@ -33,9 +33,11 @@ def read_machine_info(machine: str, path: Path) -> dict[str, object]:
 
 
 def parse_files(fmt: str, files: Sequence[Path], unit: str | None = None,
-                device: str | None = None) -> tuple[list[Record], list[str]]:
+                device: str | None = None,
+                higher: Sequence[str] = ()) -> tuple[list[Record], list[str]]:
     """Every record of ``files`` in format ``fmt``, and the parsers' notes; ``device`` is
-    for dynamo CSVs without a dev column."""
+    for dynamo CSVs without a dev column, ``higher`` names more higher-is-better metrics of
+    PyTorch v3 records."""
     if fmt not in importers.FORMAT_NAMES:
         raise InputError(f"unknown format {fmt!r}; one of: {', '.join(importers.FORMAT_NAMES)}")
     if unit is not None and fmt not in importers.SCALABLE:
@@ -43,11 +45,15 @@ def parse_files(fmt: str, files: Sequence[Path], unit: str | None = None,
                          "units")
     if device is not None and fmt != "dynamo-csv":
         raise InputError(f"--device applies to dynamo-csv only; {fmt} files carry no device")
+    if higher and fmt != "pytorch-v3":
+        raise InputError(f"--higher-is-better applies to pytorch-v3 only, not {fmt}")
     scale = importers.UNITS[unit] if unit else None
     parse = importers.formats()[fmt]
     if device is not None:
         importers.param(device, "--device", "device")
         parse = functools.partial(parse, device=device)
+    if higher:
+        parse = functools.partial(parse, higher=tuple(higher))
     records: list[Record] = []
     notes: list[str] = []
     for path in files:
@@ -63,18 +69,57 @@ def parse_files(fmt: str, files: Sequence[Path], unit: str | None = None,
     return records, notes
 
 
-def import_files(project: Project, fmt: str, files: Sequence[Path], *, commit: str,
-                 machine: str, env_name: str = DEFAULT_SOURCE,
+def import_files(project: Project, fmt: str, files: Sequence[Path], *,
+                 commit: str | None, machine: str | None, env_name: str = DEFAULT_SOURCE,
                  machine_info: Path | None = None, unit: str | None = None,
-                 replace: bool = False, device: str | None = None) -> Imported:
+                 replace: bool = False, device: str | None = None,
+                 higher: Sequence[str] = ()) -> Imported:
     """Parse ``files`` and merge them into ``project``'s results tree as results of
-    ``commit`` on ``machine``; nothing is written unless everything checks out."""
-    store.check_name(machine, "--machine")
+    ``commit`` on ``machine`` (given, they apply to every record; else a format that names
+    them per record, PyTorch v3, says), all or nothing."""
+    if machine is not None:
+        store.check_name(machine, "--machine")
     store.check_name(env_name, "--env-name")
-    info = read_machine_info(machine, machine_info) if machine_info else None
-    sha = project.commit_on_branches(commit)
-    records, notes = parse_files(fmt, files, unit, device)
-    target = store.Target(project.results_dir, machine, sha, project.commit_date_ms(sha),
-                          env_name)
-    summary = store.import_records(target, records, replace, info)
-    return Imported(summary, len(files), notes)
+    if fmt != "pytorch-v3" and (commit is None or machine is None):
+        raise InputError(f"{fmt} files name no commit or machine: give --commit and "
+                         "--machine")
+    info = read_machine_info(machine, machine_info) if machine_info and machine else None
+    if machine_info and not machine:
+        raise InputError("--machine-info needs --machine (the machine it describes)")
+    records, notes = parse_files(fmt, files, unit, device, higher)
+    groups: dict[tuple[str, str], list[Record]] = {}
+    for r in records:
+        rev = commit or r.commit
+        name = machine or r.machine
+        if rev is None:
+            raise InputError(f"a {r.stub} record of {r.params[0]!r} has no head_sha: give "
+                             "--commit")
+        if name is None:
+            raise InputError(f"a {r.stub} record of {r.params[0]!r} names no single machine "
+                             "(no runners, or runners of different types): give --machine")
+        groups.setdefault((rev, name), []).append(r)
+    targets = []
+    shas: dict[str, str] = {}
+    for (rev, name), group in groups.items():
+        if rev not in shas:
+            shas[rev] = project.commit_on_branches(rev)
+        sha = shas[rev]
+        targets.append((store.Target(project.results_dir, name, sha,
+                                     project.commit_date_ms(sha), env_name), group))
+    summaries = store.import_groups(targets, replace, info)
+    return Imported(_total(summaries), len(files), notes)
+
+
+def _total(summaries: list[store.ImportSummary]) -> store.ImportSummary:
+    """One summary of several results files (the paths joined)."""
+    if len(summaries) == 1:
+        return summaries[0]
+    paths = sorted({str(s.path) for s in summaries})
+    total = store.ImportSummary(Path(paths[0]) if len(paths) == 1 else
+                                Path(f"{len(paths)} results files"))
+    for s in summaries:
+        total.added += s.added
+        total.replaced += s.replaced
+        total.unchanged += s.unchanged
+        total.benchmarks += [b for b in s.benchmarks if b not in total.benchmarks]
+    return total

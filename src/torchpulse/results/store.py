@@ -276,42 +276,69 @@ class Target:
 def import_records(target: Target, records: list[Record], replace: bool = False,
                    machine_info: dict[str, object] | None = None) -> ImportSummary:
     """Merge ``records`` into the target commit's results file, all or nothing."""
-    check_name(target.machine, "machine name")
-    check_name(target.source, "env name")
-    if not records:
+    return import_groups([(target, records)], replace, machine_info)[0]
+
+
+def import_groups(groups: list[tuple[Target, list[Record]]], replace: bool = False,
+                  machine_info: dict[str, object] | None = None) -> list[ImportSummary]:
+    """Merge each group's records into its target's results file (targets of one results
+    tree: a file of records for several commits or machines), all or nothing across every
+    file it touches."""
+    if not groups or not any(records for _, records in groups):
         raise StoreError("nothing to import")
-    results_dir = target.results_dir
+    (results_dir,) = {target.results_dir for target, _ in groups}
     with locked(results_dir):
-        machine, write_machine = machine_for_import(results_dir, target.machine, machine_info)
-        params = result_params(machine, target.source)
-        relative = asv_results.filename(target.machine, target.commit, target.source)
-        path = results_dir / relative
-        if path.exists():
-            try:
-                results = asv_results.load(path)
-            except asv_results.ResultsFileError as exc:
-                raise StoreError(f"{path}: cannot read ({exc})") from None
-            if results.commit_hash != target.commit:
-                raise StoreError(f"{path} holds commit {results.commit_hash}, not "
-                                 f"{target.commit} (two commits share the prefix)")
-            if results.params != params:
-                raise StoreError(f"{path} was written for other machine params; use "
-                                 "another --env-name")
-        else:
-            results = asv_results.new(params, target.commit, target.date_ms, "", target.source)
-        summary = merge_records(results, records, replace, where=relative)
+        machines: dict[str, dict[str, object]] = {}
+        new_machines: set[str] = set()
+        staged = []
+        for target, records in groups:
+            check_name(target.machine, "machine name")
+            check_name(target.source, "env name")
+            if target.machine not in machines:
+                machine, write = machine_for_import(results_dir, target.machine, machine_info)
+                machines[target.machine] = machine
+                if write:
+                    new_machines.add(target.machine)
+            params = result_params(machines[target.machine], target.source)
+            relative = asv_results.filename(target.machine, target.commit, target.source)
+            path = results_dir / relative
+            previous = next((r for rel, r, _ in staged if rel == relative), None)
+            if previous is not None:
+                results = previous
+            elif path.exists():
+                try:
+                    results = asv_results.load(path)
+                except asv_results.ResultsFileError as exc:
+                    raise StoreError(f"{path}: cannot read ({exc})") from None
+                if results.commit_hash != target.commit:
+                    raise StoreError(f"{path} holds commit {results.commit_hash}, not "
+                                     f"{target.commit} (two commits share the prefix)")
+                if results.params != params:
+                    raise StoreError(f"{path} was written for other machine params; use "
+                                     "another --env-name")
+            else:
+                results = asv_results.new(params, target.commit, target.date_ms, "",
+                                          target.source)
+            summary = merge_records(results, records, replace, where=relative)
+            staged.append((relative, results, summary))
+        touched = [results_dir / m / "machine.json" for m in sorted(new_machines)]
+        touched += [results_dir / rel for rel in dict.fromkeys(r for r, _, _ in staged)]
         try:
-            with _undo_on_failure([results_dir / target.machine / "machine.json", path,
-                                   results_dir / BENCHMARKS_JSON]):
-                if write_machine:
-                    write_json_atomically(results_dir / target.machine / "machine.json",
-                                          machine)
-                summary.path = asv_results.save(results, results_dir, relative)
-                update_benchmarks_json(results_dir)
+            with _undo_on_failure([*touched, results_dir / BENCHMARKS_JSON]):
+                for name in sorted(new_machines):
+                    write_json_atomically(results_dir / name / "machine.json", machines[name])
+                changed = {rel for rel, _, summary in staged
+                           if summary.added or summary.replaced}
+                saved = {}
+                for relative, results, summary in staged:
+                    if relative in changed and relative not in saved:  # (a retry: none)
+                        saved[relative] = asv_results.save(results, results_dir, relative)
+                    summary.path = saved.get(relative, results_dir / relative)
+                update_benchmarks_json(results_dir)  # also completes an interrupted import
         except OSError as exc:  # a full disk, a read-only folder: nothing was changed
             raise StoreError(f"{results_dir}: cannot write ({exc.strerror or exc}); nothing "
                              "was imported") from None
-    return summary
+    return [summary for _, _, summary in staged]
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from torchpulse.analysis.report import (
     human,
     qualifiers,
     reach_text,
+    repro_command,
     upper_first,
 )
 from torchpulse.analysis.series import SeriesKey
@@ -84,7 +85,9 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]]) -> list[
                if len(a.culprits) > 1 else "")
             + "".join(f"; drift over {_commit(f)}..{_commit(t)}" for f, t in a.drifts)
             + (f"; {', '.join(_commit(c) for c in a.disturbed_before)} between, measured on a "
-               "disturbed machine" if a.disturbed_before else "") + "</td>"
+               "disturbed machine" if a.disturbed_before else "")
+            + (f'<br>measure it again: <code class="repro">{escape(repro_command(a))}</code>'
+               if repro_command(a) else "") + "</td>"
             f'<td class="num">{escape(human(a.before, a.unit))}</td>'
             f'<td class="num">{escape(human(a.after, a.unit))}</td>'
             f'<td class="num">{"n/a" if a.pvalue is None else f"{a.pvalue:.2g}"}</td></tr>')

@@ -36,6 +36,10 @@ class Record:
     params: tuple[str, ...]  # raw values, validated against PARAM_VALUE
     value: float  # in the metric's unit; the median of ``samples`` when there are samples
     samples: tuple[float, ...] = ()
+    # where the file itself says the record belongs (PyTorch v3: head_sha, the runner's
+    # type); None: the import's --commit / --machine
+    commit: str | None = None
+    machine: str | None = None
 
 
 def where(path: Path, line: int | None = None) -> str:
@@ -112,9 +116,16 @@ Parser = Callable[[Path, str, float | None, list[str]], list[Record]]
 
 
 def formats() -> dict[str, Parser]:
-    from torchpulse.results.importers import autograd, dynamo, fastrnns, pytest_benchmark
+    from torchpulse.results.importers import (
+        autograd,
+        dynamo,
+        fastrnns,
+        pytest_benchmark,
+        pytorch_v3,
+    )
 
     return {
+        "pytorch-v3": pytorch_v3.parse,
         "oss": fastrnns.parse_oss,
         "pep": fastrnns.parse_pep,
         "pytest-benchmark": pytest_benchmark.parse,
@@ -127,4 +138,4 @@ def formats() -> dict[str, Parser]:
 # labelled ms from upstream's CPU path); the others have fixed units
 SCALABLE = {"oss", "pep"}
 UNITS = {"ms": 1e-3, "s": 1.0}
-FORMAT_NAMES = ("oss", "pep", "pytest-benchmark", "dynamo-csv", "autograd-md")
+FORMAT_NAMES = ("oss", "pep", "pytest-benchmark", "dynamo-csv", "autograd-md", "pytorch-v3")
