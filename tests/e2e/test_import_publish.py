@@ -41,6 +41,15 @@ def test_imported_values_reach_the_published_graphs(tmp_path, capsys):
                ("pytest-benchmark", DATA / "pytest-benchmark.json"),
                ("dynamo-csv", DATA / "dynamo_performance.csv"),
                ("autograd-md", DATA / "autograd.md")]
+    v3 = tmp_path / "v3.json"  # a PyTorch benchmark database record, as its CI writes one
+    v3.write_text(json.dumps([{
+        "benchmark": {"name": "TorchInductor", "mode": "inference", "dtype": "bfloat16",
+                      "extra_info": {"device": "cuda"}},
+        "model": {"name": "BERT_pytorch", "type": "OSS model", "backend": "inductor"},
+        "metric": {"name": "speedup", "benchmark_values": [1.25, 1.5, 1.3]},
+        "runners": [{"name": "ci-gpu", "type": "ci-gpu", "gpu_count": 1}],
+        "head_sha": sha}]))
+    imports.append(("pytorch-v3", v3))
     for fmt, path in imports:
         env_name = ["--env-name", "pep"] if fmt == "pep" else []  # same metrics as oss
         # fastrnns files do not say their unit: torchpulse's and these are in ms
@@ -82,3 +91,14 @@ def test_imported_values_reach_the_published_graphs(tmp_path, capsys):
     models, tasks = index["benchmarks"][task]["params"]
     combo = models.index("'ppl_simple_reg'") * len(tasks) + tasks.index("'jacfwd'")
     assert _at(_graph(project.html, task), revision, combo) == pytest.approx(0.00051)
+
+    # a v3 speedup is stored as its inverse, and goes back out as it came, after publish
+    inverse = "external.bench_pytorch.PyTorchV3.track_inverse"
+    assert _at(_graph(project.html, inverse), revision, 0) == pytest.approx(1 / 1.3)
+    out = tmp_path / "export.json"
+    assert main(["export", "pytorch-v3", "--config", str(project.conf), "--output",
+                 str(out)]) == 0
+    (back,) = [r for r in json.loads(out.read_text())
+               if r["benchmark"]["name"] == "TorchInductor"]
+    assert back["metric"]["benchmark_values"] == pytest.approx([1.25, 1.5, 1.3], rel=1e-12)
+    assert back["head_sha"] == sha and back["runners"][0]["type"] == "ci-gpu"
