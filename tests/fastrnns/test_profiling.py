@@ -25,4 +25,4 @@ def test_profile_needs_runners_and_a_directory(tmp_path, capsys):
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
     assert main(["profile", "--rnns", "py", "--output", str(not_a_dir)]) == 2
-    assert "is not a directory" in capsys.readouterr().err
+    assert "is not a folder" in capsys.readouterr().err
