@@ -120,7 +120,12 @@ def records(project: Project, spec: str | None = None,
     branch = project.default_branch
     out: list[dict] = []
     for machine in chosen:
-        info = json.loads((root / machine / "machine.json").read_text(encoding="utf-8"))
+        try:
+            info = json.loads((root / machine / "machine.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ExportError(f"{root / machine / 'machine.json'}: cannot read ({exc})") from None
+        if not isinstance(info, dict):
+            raise ExportError(f"{root / machine / 'machine.json'}: not a JSON object")
         runner = _runner({**info, "machine": machine})
         files = []
         for path in sorted((root / machine).glob("*.json")):

@@ -87,7 +87,8 @@ def import_files(project: Project, fmt: str, files: Sequence[Path], *,
     if machine_info and not machine:
         raise InputError("--machine-info needs --machine (the machine it describes)")
     records, notes = parse_files(fmt, files, unit, device, higher)
-    groups: dict[tuple[str, str], list[Record]] = {}
+    shas: dict[str, str] = {}  # each revision resolved once
+    groups: dict[tuple[str, str], list[Record]] = {}  # (full sha, machine): one file each
     for r in records:
         rev = commit or r.commit
         name = machine or r.machine
@@ -97,13 +98,11 @@ def import_files(project: Project, fmt: str, files: Sequence[Path], *,
         if name is None:
             raise InputError(f"a {r.stub} record of {r.params[0]!r} names no single machine "
                              "(no runners, or runners of different types): give --machine")
-        groups.setdefault((rev, name), []).append(r)
-    targets = []
-    shas: dict[str, str] = {}
-    for (rev, name), group in groups.items():
         if rev not in shas:
             shas[rev] = project.commit_on_branches(rev)
-        sha = shas[rev]
+        groups.setdefault((shas[rev], name), []).append(r)
+    targets = []
+    for (sha, name), group in groups.items():
         targets.append((store.Target(project.results_dir, name, sha,
                                      project.commit_date_ms(sha), env_name), group))
     summaries = store.import_groups(targets, replace, info)

@@ -282,8 +282,8 @@ def import_records(target: Target, records: list[Record], replace: bool = False,
 def import_groups(groups: list[tuple[Target, list[Record]]], replace: bool = False,
                   machine_info: dict[str, object] | None = None) -> list[ImportSummary]:
     """Merge each group's records into its target's results file (targets of one results
-    tree: a file of records for several commits or machines), all or nothing across every
-    file it touches."""
+    tree, each a different file: a file of records for several commits or machines), all or
+    nothing across every file it touches."""
     if not groups or not any(records for _, records in groups):
         raise StoreError("nothing to import")
     (results_dir,) = {target.results_dir for target, _ in groups}
@@ -302,10 +302,7 @@ def import_groups(groups: list[tuple[Target, list[Record]]], replace: bool = Fal
             params = result_params(machines[target.machine], target.source)
             relative = asv_results.filename(target.machine, target.commit, target.source)
             path = results_dir / relative
-            previous = next((r for rel, r, _ in staged if rel == relative), None)
-            if previous is not None:
-                results = previous
-            elif path.exists():
+            if path.exists():
                 try:
                     results = asv_results.load(path)
                 except asv_results.ResultsFileError as exc:
@@ -322,18 +319,15 @@ def import_groups(groups: list[tuple[Target, list[Record]]], replace: bool = Fal
             summary = merge_records(results, records, replace, where=relative)
             staged.append((relative, results, summary))
         touched = [results_dir / m / "machine.json" for m in sorted(new_machines)]
-        touched += [results_dir / rel for rel in dict.fromkeys(r for r, _, _ in staged)]
+        touched += [results_dir / rel for rel, _, _ in staged]
         try:
             with _undo_on_failure([*touched, results_dir / BENCHMARKS_JSON]):
                 for name in sorted(new_machines):
                     write_json_atomically(results_dir / name / "machine.json", machines[name])
-                changed = {rel for rel, _, summary in staged
-                           if summary.added or summary.replaced}
-                saved = {}
-                for relative, results, summary in staged:
-                    if relative in changed and relative not in saved:  # (a retry: none)
-                        saved[relative] = asv_results.save(results, results_dir, relative)
-                    summary.path = saved.get(relative, results_dir / relative)
+                for relative, results, summary in staged:  # a retry changed nothing: kept
+                    summary.path = (asv_results.save(results, results_dir, relative)
+                                    if summary.added or summary.replaced
+                                    else results_dir / relative)
                 update_benchmarks_json(results_dir)  # also completes an interrupted import
         except OSError as exc:  # a full disk, a read-only folder: nothing was changed
             raise StoreError(f"{results_dir}: cannot write ({exc.strerror or exc}); nothing "
