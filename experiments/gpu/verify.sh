@@ -78,6 +78,13 @@ step dynamo 170 "${TP[@]}" dynamo --performance --inference --device "$DEVICE" \
         --output "$WORK/autograd.md"
 ) &
 (
+    # training mode and the accuracy check of the compile zoo (compiled against eager)
+    step dyn_train 150 "${TP[@]}" dynamo --performance --training --device "$DEVICE" \
+        --preset "$PRESET" --repeat 5 --timeout 40 --output "$WORK/dynamo_training.csv"
+    step dyn_acc 150 "${TP[@]}" dynamo --accuracy --inference --device "$DEVICE" \
+        --preset "$PRESET" --timeout 40 --output "$WORK/dynamo_accuracy.csv"
+) &
+(
     # asv over this machine's python (no environment built), two samples a benchmark
     if [ ! -d .git ] && command -v git > /dev/null; then
         git init -q -b main && git add -A && git -c user.name=gpu -c user.email=gpu@localhost \

@@ -59,6 +59,26 @@ def test_loss_has_no_side_effects():
     assert all(torch.equal(a, b) for a, b in zip(before, params, strict=True))
 
 
+def test_rnns_keep_training_mode_with_dropout_off():
+    """deepspeech's vjp failed on the GPU with its LSTMs in eval mode ("cudnn RNN backward can
+    only be called in training mode", docs/gpu.md): torch's RNN modules keep training mode
+    with dropout 0, every other module is in eval mode, and the loss repeats exactly."""
+    from torchpulse.autograd.audio_text import DeepSpeech
+    from torchpulse.autograd.functional import without_side_effects
+
+    model = DeepSpeech(num_classes=5, hidden=8, layers=2, spectrogram=41)
+    for sub in model.modules():
+        if isinstance(sub, torch.nn.RNNBase):
+            sub.dropout = 0.3  # as a user's model might have it
+    without_side_effects(model)
+    rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
+    assert rnns and all(m.training and m.dropout == 0.0 for m in rnns)
+    assert not any(m.training for m in model.modules() if not isinstance(m, torch.nn.RNNBase))
+    spec = models.BY_NAME["deepspeech"]
+    fn, params = spec.getter(CPU, spec.size("smoke"))
+    assert fn(*params).item() == fn(*params).item()
+
+
 def finite_difference_grad(fn, inputs, eps=1e-6):
     grads = []
     for i, x in enumerate(inputs):

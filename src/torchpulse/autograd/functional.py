@@ -12,6 +12,8 @@ from torch import Tensor, nn
 from torch.func import functional_call
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from torchpulse.models.modes import without_dropout
+
 LossFn = Callable[..., Tensor]
 Getter = Callable[[torch.device, dict[str, Any]], tuple[LossFn, tuple[Tensor, ...]]]
 
@@ -19,14 +21,15 @@ Getter = Callable[[torch.device, dict[str, Any]], tuple[LossFn, tuple[Tensor, ..
 def without_side_effects(model: nn.Module) -> nn.Module:
     """Batch norm normalises with batch statistics and keeps no running ones (functorch's
     replace_all_batch_norm_modules_), and dropout is off: a call changes nothing and gives
-    the same loss every time."""
+    the same loss every time. torch's RNN modules stay in training mode with dropout 0, so
+    cuDNN can run their backward."""
     for module in model.modules():
         if isinstance(module, nn.modules.batchnorm._BatchNorm):
             module.running_mean = None
             module.running_var = None
             module.num_batches_tracked = None
             module.track_running_stats = False
-    return model.eval()
+    return without_dropout(model)
 
 
 def functionalize(model: nn.Module, loss: Callable[[Callable[..., Any]], Tensor],

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from torchpulse.errors import TorchpulseError
 from torchpulse.fastrnns.runners import RUNNERS, ModelDef, Runner, get_runners
+from torchpulse.models.modes import without_dropout
 from torchpulse.presets import Preset
 
 DEFAULT_TOLERANCE = 1e-3
@@ -74,22 +75,11 @@ def select(names: Sequence[str] | None = None) -> list[Runner]:
     return runners
 
 
-def _without_dropout(module: nn.Module) -> None:
-    """Dropout off for the comparison: eval mode, except for torch's RNN modules, which keep
-    training mode with their dropout set to 0 (cuDNN runs an RNN's backward only in training
-    mode: "cudnn RNN backward can only be called in training mode")."""
-    module.eval()
-    for sub in module.modules():
-        if isinstance(sub, nn.RNNBase):
-            sub.dropout = 0.0
-            sub.train()
-
-
 def _backward_tensor(
     md: ModelDef, context: Callable[[], AbstractContextManager[Any]]
 ) -> Tensor:
     for module in md.modules:
-        _without_dropout(module)
+        without_dropout(module)
     with context():
         output = md.forward(*md.inputs)
         if md.backward_setup is None:  # forward only: its output (gradients still checkable)
