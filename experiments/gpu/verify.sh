@@ -7,7 +7,8 @@
 # What comes back in $OUT: summary.txt (one line a step: exit code and seconds), all.log
 # (every step's output), files.tgz (CSV, JSON, profiles' key averages, asv's results).
 # Dry run on a CPU machine: DEVICE=cpu PRESET=smoke GPU=-1 bash experiments/gpu/verify.sh
-# ONLY="check clock" runs those steps alone; ASV_BENCH and ASV_CAP narrow the asv step;
+# ONLY="check clock" runs those steps alone; ASV_BENCH and ASV_CAP narrow the asv step,
+# DYN_ARGS (appended: "-k lstm --timeout 150") and DYN_CAP the dynamo training step;
 # NO_INSTALL=1 keeps the editable install of another checkout (a dry run from a copy).
 set -u
 OUT=${OUT:-/tmp/gpu-verify}
@@ -79,8 +80,9 @@ step dynamo 170 "${TP[@]}" dynamo --performance --inference --device "$DEVICE" \
 ) &
 (
     # training mode and the accuracy check of the compile zoo (compiled against eager)
-    step dyn_train 150 "${TP[@]}" dynamo --performance --training --device "$DEVICE" \
-        --preset "$PRESET" --repeat 5 --timeout 40 --output "$WORK/dynamo_training.csv"
+    step dyn_train "${DYN_CAP:-150}" "${TP[@]}" dynamo --performance --training \
+        --device "$DEVICE" --preset "$PRESET" --repeat 5 --timeout 40 \
+        --output "$WORK/dynamo_training.csv" ${DYN_ARGS:-}
     step dyn_acc 150 "${TP[@]}" dynamo --accuracy --inference --device "$DEVICE" \
         --preset "$PRESET" --timeout 40 --output "$WORK/dynamo_accuracy.csv"
 ) &
