@@ -11,10 +11,6 @@ STAMP := $(VENV)/.installed
 FLEET := $(VENV)/.fleet-installed
 # the site's third-party scripts and styles (package.json pins asv's versions; npm ci)
 ASSETS := node_modules/.package-lock.json
-# everything but the stubs that hold imported results (benchmarks/external: nothing to run)
-MEASURED := ^(?!external\.)
-# first-parent commits on HEAD (recursively expanded: read when a recipe runs)
-COMMITS = $(shell git rev-list --count --first-parent HEAD)
 
 .PHONY: dashboard test venv lint browser clean
 
@@ -41,27 +37,12 @@ $(ASSETS): package.json package-lock.json
 browser:
 	@scripts/install-browser
 
+# the main job (torchpulse dashboard): measure the last N commits, measure again what the
+# machine canary saw disturbed, publish the site, print the alert; regressions (exit 1) are
+# its answer, not a failure of make
 dashboard: $(STAMP) $(ASSETS)
-	$(ASV) machine --yes >/dev/null
-	@if [ "$(COMMITS)" -gt "$(N)" ]; then range="HEAD~$(N)..HEAD"; else range="ALL"; fi; \
-	echo "== benchmarking $$range (preset $(PRESET), samples recorded; every default suite takes about 2 min a commit on 2 idle cores, docs/measurements.md)"; \
-	TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --interleave-rounds \
-		--skip-existing-successful --show-stderr --bench "$(MEASURED)" "$$range"
-	@# points the machine canary marks disturbed, and steps seen in one run only (the
-	@# newest point of their series), are measured again (see README); a second pass for
-	@# what the first one's readings changed or measured on a still disturbed machine
-	@mkdir -p .asv && for pass in 1 2; do \
-		bench=$$($(BIN)/torchpulse disturbed --newest $(N) \
-			--hashfile .asv/disturbed.txt --confirm .asv/confirmed.txt) || exit 2; \
-		[ -s .asv/disturbed.txt ] || break; \
-		echo "== re-measuring $$(wc -l < .asv/disturbed.txt) commit(s), pass $$pass of 2: measured on a disturbed machine, or a step seen in one run only"; \
-		TORCHPULSE_PRESET=$(PRESET) $(ASV) run --record-samples --interleave-rounds \
-			--show-stderr --bench "$$bench" HASHFILE:.asv/disturbed.txt || exit $$?; \
-	done
-	$(BIN)/torchpulse publish
-	@echo "   view it:  $(BIN)/torchpulse serve   (http://127.0.0.1:8080/; file:// does not work)"
-	@echo "== regression alerts (torchpulse alert; 1 = regressions found, reported above)"
-	@$(BIN)/torchpulse alert; rc=$$?; [ $$rc -le 1 ]
+	@$(BIN)/torchpulse dashboard -n $(N) --preset $(PRESET); rc=$$?; \
+	echo "   view the site:  $(BIN)/torchpulse serve   (http://127.0.0.1:8080/)"; [ $$rc -le 1 ]
 
 test: lint $(ASSETS) browser $(FLEET)
 	$(BIN)/python -m pytest

@@ -38,7 +38,8 @@ def test_every_command_is_listed():
     names = {c[0] for c in commands()}
     assert names == {"check", "runners", "bench", "profile", "import", "merge", "alert",
                      "disturbed", "evaluate-detection", "publish", "serve", "autograd",
-                     "dynamo", "record", "init", "compare", "bisect", "fleet", "export"}
+                     "dynamo", "record", "init", "compare", "bisect", "fleet", "export",
+                     "dashboard"}
     assert ["autograd", "compare"] in commands() and ["fleet", "run"] in commands()
 
 

@@ -66,18 +66,17 @@ def test_init_then_asv_then_alert_names_the_slow_commit(tmp_path):
     proj = tmp_path / "proj"
     (proj / "benchmarks" / "bench_model.py").write_text(SUITE)  # as the user would
     conf = str(proj / "asv.conf.json")
-    asv = [sys.executable, "-m", "asv"]
-    subprocess.run([*asv, "machine", "--yes", "--machine", "e2e", "--config", conf],
-                   cwd=proj, env=env, check=True, capture_output=True, timeout=300)
-    run = subprocess.run([*asv, "run", "--config", conf, "--machine", "e2e",
-                          "--record-samples", "--show-stderr", "ALL"],
-                         cwd=proj, env=env, capture_output=True, text=True, timeout=2400)
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-
-    alert = subprocess.run([*cli, "alert", "--config", conf, "--format", "json"],
-                           cwd=proj, env=env, capture_output=True, text=True, timeout=600)
-    assert alert.returncode == 1, alert.stdout[-3000:] + alert.stderr[-3000:]
-    report = json.loads(alert.stdout)
+    # the main job as the project's Makefile runs it, every commit, without the site
+    alert = subprocess.run([*cli, "dashboard", "--config", conf, "--machine", "e2e", "-n",
+                            str(len(shas)), "--no-publish", "--format", "json", "--output",
+                            str(tmp_path / "alert.json")],
+                           cwd=proj, env=env, capture_output=True, text=True, timeout=2400)
+    assert alert.returncode == 1, alert.stdout[-4000:] + alert.stderr[-3000:]
+    assert f"== measuring {len(shas)} commit(s)" in alert.stdout
+    assert "== regression alerts" in alert.stdout
+    stored = list((proj / "results" / "e2e").glob("*-*.json"))
+    assert len(stored) == len(shas)
+    report = json.loads((tmp_path / "alert.json").read_text())
     # forward and backward both slow down; on a busy machine one of the two series may be
     # too noisy (or too disturbed) for a verdict, so at least one alert, each naming that
     # commit. A shared CI machine can also add a smaller rise elsewhere in a series, which
@@ -111,6 +110,10 @@ def test_init_writes_a_whole_project_or_nothing(tmp_path, monkeypatch):
     assert f"{{wheel_file}} ../../../{wheel}" in settings["install_command"][0]
     assert (tmp_path / "proj" / wheel).is_file()
     assert "MachineCanary" in (tmp_path / "proj" / "benchmarks" / "_canary.py").read_text()
+    # its Makefile runs the one pipeline, on its branch
+    dry = subprocess.run(["make", "-n", "dashboard", "N=3"], cwd=tmp_path / "proj",
+                         capture_output=True, text=True, check=True).stdout
+    assert dry.strip() == 'torchpulse dashboard --branch "trunk" -n 3 --preset cpu'
 
     # a second init into the same folder, a folder that is no repository, a URL without a
     # branch and a version range are refused before anything is written

@@ -7,3 +7,5 @@ DEFAULT_THRESHOLD = 0.05  # smallest change worth an alert, as a fraction
 DEFAULT_NOISE_FLOOR = 0.001
 FORMATS = ("text", "markdown", "json", "github")
 MIN_ROUNDS = 3  # compare/bisect: a t interval from two differences is too wide to decide anything
+DEFAULT_NEWEST = 5  # commits the dashboard measures: the fewest that give every series a verdict
+REMEASURE_PASSES = 2  # the dashboard's: the second for what the first measured still disturbed

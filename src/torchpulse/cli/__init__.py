@@ -9,6 +9,7 @@ parses, calls one library function, prints and returns an exit code.
     site       publish, serve                     (torchpulse.site)
     autograd   autograd [compare]                 (torchpulse.autograd)
     dynamo     dynamo                             (torchpulse.compile)
+    dashboard  dashboard: the main job            (torchpulse.dashboard)
 
 Exit codes (args.py; a contract CI scripts rely on): 0 success, 1 the measured thing failed
 or regressed, 2 bad input or usage, always with a one-line message on stderr and never a
@@ -24,11 +25,21 @@ import sys
 from collections.abc import Sequence
 
 from torchpulse import __version__
-from torchpulse.cli import alerts, autograd, culprit, dynamo, fastrnns, fleet, results, site
+from torchpulse.cli import (
+    alerts,
+    autograd,
+    culprit,
+    dashboard,
+    dynamo,
+    fastrnns,
+    fleet,
+    results,
+    site,
+)
 from torchpulse.cli.args import EXIT_USAGE, Parser
 from torchpulse.errors import TorchpulseError
 
-GROUPS = (fastrnns, results, alerts, culprit, fleet, site, autograd, dynamo)
+GROUPS = (dashboard, fastrnns, results, alerts, culprit, fleet, site, autograd, dynamo)
 
 
 def build_parser() -> argparse.ArgumentParser:

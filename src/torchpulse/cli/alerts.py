@@ -9,13 +9,13 @@ from pathlib import Path
 
 from torchpulse.analysis.defaults import (
     DEFAULT_ALPHA,
-    DEFAULT_NOISE_FLOOR,
     DEFAULT_THRESHOLD,
     FORMATS,
 )
 from torchpulse.cli.args import (
     EXIT_FAILED,
     EXIT_OK,
+    add_alert_settings,
     add_config,
     add_machine,
     add_output,
@@ -49,40 +49,25 @@ def cmd_alert(args: argparse.Namespace) -> int:
 
 
 def cmd_disturbed(args: argparse.Namespace) -> int:
-    from torchpulse.analysis import alert, confirm, disturbance, ledger
+    from torchpulse.analysis import ledger, remeasure
 
     check_outputs(args, files=("hashfile", "confirm"))
     done = ledger.read_ledger(Path(args.confirm)) if args.confirm else {}
-    proj = project(args)
-    # the ledger read once: what it says was measured again is what the alert marks
-    found = alert.run(proj, machine=args.machine, branch=args.branch, since=args.since,
-                      confirmed=done)
-    history = found.history
-    newest = set(history.commits[-args.newest:]) if args.newest else None
-    if args.since:  # alert.run checked that it is on the history; REV itself counts
-        since = set(history.commits[history.position[proj.resolve(args.since)]:])
-        newest = since if newest is None else newest & since
-    plan = disturbance.remeasure([c.series for c in found.checked], history.position, newest)
-    if plan.commits:
-        note("disturbed", f"{len(plan.commits)} commit(s) with {len(plan.benchmarks)} "
-                          "benchmark(s) measured on a disturbed machine: "
-                          + ", ".join(c[:8] for c in plan.commits))
-    pending = confirm.due(found, done, newest) if args.confirm else {}
-    once = confirm.plan(pending, history.position)
-    if once.commits:
-        note("disturbed", f"{len(once.benchmarks)} benchmark(s) with a step seen in one run "
-                          "only, to be confirmed by a second measurement at "
-                          + ", ".join(c[:8] for c in once.commits))
-        plan = plan.union(once, history.position)
+    plan = remeasure.plan(project(args), done=done, confirm_steps=bool(args.confirm),
+                          newest=args.newest, since=args.since, machine=args.machine,
+                          branch=args.branch)
+    for line in plan.notes:
+        note("disturbed", line)
     if args.hashfile:
-        write_output("".join(f"{c}\n" for c in plan.commits), args.hashfile, "--hashfile")
-    if once.commits:
+        write_output("".join(f"{c}\n" for c in plan.remeasure.commits), args.hashfile,
+                     "--hashfile")
+    if plan.ledger_changed:
         # recorded before the re-run, so each step is measured again once even when the
         # re-run fails; the stamp (when the measurement it replaces started) keeps the
         # alert from calling a step measured twice unless the second one was stored
-        write_output(ledger.ledger_text(done | pending), args.confirm, "--confirm")
-    if plan.commits:
-        print(plan.bench_regex())
+        write_output(ledger.ledger_text(plan.ledger), args.confirm, "--confirm")
+    if not plan.empty:
+        print(plan.remeasure.bench_regex())
     return EXIT_OK
 
 
@@ -131,17 +116,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), "
                    "markdown, json or github (workflow annotations)")
     add_output(p, "write the report here (default: stdout)")
-    p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD,
-                   help="smallest change worth an alert, as a fraction (default: "
-                   f"{DEFAULT_THRESHOLD}): changes clearly below it are not reported")
-    p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
-                   help="significance of a change point within a series, and the false-"
-                   f"discovery rate across series (default: {DEFAULT_ALPHA})")
-    p.add_argument("--noise-floor", type=fraction, default=DEFAULT_NOISE_FLOOR,
-                   metavar="FRACTION", help="the least relative noise any series is taken to "
-                   "have, so that a constant or deterministic series is not infinitely precise "
-                   f"(default: {DEFAULT_NOISE_FLOOR}; the metric's own resolution and the "
-                   "spread within runs can raise it)")
+    add_alert_settings(p)
     p.set_defaults(func=cmd_alert)
 
     p = sub.add_parser(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, DEFAULT_THRESHOLD
 from torchpulse.errors import TorchpulseError
 from torchpulse.presets import PRESETS
 
@@ -145,6 +146,21 @@ def add_machine(p: argparse.ArgumentParser, help: str, required: bool = False) -
 
 def add_output(p: argparse.ArgumentParser, what: str, *aliases: str) -> None:
     p.add_argument("--output", *aliases, metavar="FILE", help=what)
+
+
+def add_alert_settings(p: argparse.ArgumentParser) -> None:
+    """The detector's settings, as `alert` and `dashboard` take them."""
+    p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD,
+                   help="smallest change worth an alert, as a fraction (default: "
+                   f"{DEFAULT_THRESHOLD}): changes clearly below it are not reported")
+    p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
+                   help="significance of a change point within a series, and the false-"
+                   f"discovery rate across series (default: {DEFAULT_ALPHA})")
+    p.add_argument("--noise-floor", type=fraction, default=DEFAULT_NOISE_FLOOR,
+                   metavar="FRACTION", help="the least relative noise any series is taken to "
+                   "have, so that a constant or deterministic series is not infinitely precise "
+                   f"(default: {DEFAULT_NOISE_FLOOR}; the metric's own resolution and the "
+                   "spread within runs can raise it)")
 
 
 # --------------------------------------------------------------------------- at run time

@@ -169,12 +169,11 @@ BRANCH := {branch}
 
 .PHONY: dashboard publish alert
 
-# the last N commits of $(BRANCH), measured once each (re-runs measure only new commits)
+# the main job: the last N commits of $(BRANCH) measured (what is stored is skipped), what
+# the machine canary saw disturbed measured again, the site published, the alert printed;
+# exit 1 on a regression
 dashboard:
-\tasv machine --yes >/dev/null
-\tTORCHPULSE_PRESET=$(PRESET) asv run --record-samples --interleave-rounds \\
-\t\t--skip-existing-successful --show-stderr "$(BRANCH)~$(N)..$(BRANCH)"
-\t$(MAKE) publish alert
+\ttorchpulse dashboard --branch "$(BRANCH)" -n $(N) --preset $(PRESET)
 
 publish:
 \ttorchpulse publish

@@ -1,0 +1,235 @@
+"""The main job, in one place: measure the newest commits with asv, measure again what the
+machine canary saw disturbed or what stepped in one run only (at most two passes), publish
+the site, and judge with the alert. `make dashboard`, the CI gate and the Makefile that
+`torchpulse init` writes all call this; nothing else strings the steps together."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchpulse.analysis import alert, ledger, remeasure, report
+from torchpulse.analysis.alert import TOO_FEW, Report
+from torchpulse.analysis.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_NEWEST,
+    DEFAULT_NOISE_FLOOR,
+    DEFAULT_THRESHOLD,
+    REMEASURE_PASSES,
+)
+from torchpulse.errors import TorchpulseError
+from torchpulse.files import write_atomically, write_text_atomically
+from torchpulse.results import gitrepo
+from torchpulse.results.external import MEASURED
+from torchpulse.results.project import Project
+from torchpulse.results.record import asv_environment
+
+COMMITS_FILE = Path(".asv") / "dashboard-commits.txt"  # beside the config, as the ledger
+REMEASURE_FILE = Path(".asv") / "disturbed.txt"
+
+# exit codes: the alert's (0 none, 1 regressions), or 3 when no regression was found but a
+# benchmark failed to run (as the CI gate has always said)
+EXIT_BENCHMARK_FAILED = 3
+
+Asv = Callable[[Sequence[str], dict[str, str]], int]  # runs `asv ARGS` with ENV: its status
+
+
+class DashboardError(TorchpulseError, ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Options:
+    ranges: tuple[str, ...] = ()  # git ranges as asv takes them; none: the newest commits
+    newest: int = DEFAULT_NEWEST
+    preset: str | None = None  # TORCHPULSE_PRESET for the benchmarks (None: inherited)
+    bench: str = MEASURED
+    machine: str | None = None
+    branch: str | None = None  # the history the commits and verdicts follow
+    since: str | None = None  # the alert reports changes after REV only
+    passes: int = REMEASURE_PASSES
+    publish: bool = True
+    assets: str | None = None  # node_modules for the site (publish's --assets)
+    alert_format: str = "text"
+    alert_output: str | None = None  # write the alert there too (in alert_format)
+    ledger: str | None = None  # the confirmation ledger (default: .asv/confirmed.txt)
+    alpha: float = DEFAULT_ALPHA
+    threshold: float = DEFAULT_THRESHOLD
+    noise_floor: float = DEFAULT_NOISE_FLOOR
+
+
+@dataclass(frozen=True)
+class Outcome:
+    report: Report
+    measured: tuple[str, ...]  # the commits measured, oldest first
+    failed: bool  # an asv run exited non-zero (a benchmark failed, usually)
+    unjudged: tuple[int, tuple[str, ...]]  # series left without a verdict by disturbed
+    # points, and the commits to measure again for them
+
+    @property
+    def exit_code(self) -> int:
+        if any(a.direction == "regression" for a in self.report.alerts):
+            return 1
+        return EXIT_BENCHMARK_FAILED if self.failed else 0
+
+
+def run_asv(args: Sequence[str], env: dict[str, str]) -> int:
+    """asv in this interpreter (or the command $TORCHPULSE_ASV names), its output streamed
+    to ours."""
+    command = shlex.split(env.get("TORCHPULSE_ASV", "")) or [sys.executable, "-m", "asv"]
+    try:
+        return subprocess.run([*command, *args], env=env, check=False).returncode
+    except OSError as exc:
+        raise DashboardError(f"cannot run asv ({' '.join(command)}): {exc.strerror}") from None
+
+
+def commits_to_measure(project: Project, options: Options) -> list[str]:
+    """The commits the ranges name (asv's own reading: first-parent, oldest first), or the
+    ``newest`` commits of the branch."""
+    repo = project.local_repo()
+    if not options.ranges:
+        return project.history(options.branch).commits[-options.newest:]
+    found: list[str] = []
+    for spec in options.ranges:
+        if spec.startswith("-"):
+            raise DashboardError(f"range {spec!r}: not a git revision range")
+        try:
+            commits = gitrepo.first_parent_commits(repo, spec)
+        except gitrepo.GitError as exc:
+            raise DashboardError(f"range {spec!r}: {exc}") from None
+        found += [c for c in commits if c not in found]
+    if not found:
+        raise DashboardError(f"{' '.join(options.ranges)}: no commit to measure in {repo}")
+    return found
+
+
+def run(project: Project, options: Options, *, asv: Asv = run_asv,
+        say: Callable[[str], None] = print) -> Outcome:
+    commits = commits_to_measure(project, options)
+    config = ["--config", str(project.config)]
+    named = ["--machine", options.machine] if options.machine else []
+    env = asv_environment()
+    if options.preset:
+        env["TORCHPULSE_PRESET"] = options.preset
+    ledger_path = Path(options.ledger) if options.ledger else project.root / ledger.DEFAULT
+    done = ledger.read_ledger(ledger_path)  # a malformed ledger stops us before measuring
+    if asv(["machine", "--yes", *config, *named], env) != 0:
+        raise DashboardError("asv machine failed (its message is above)")
+    preset = options.preset or os.environ.get("TORCHPULSE_PRESET") or "the suites' default"
+    say(f"== measuring {len(commits)} commit(s) {_span(commits)} (preset {preset}, samples "
+        "recorded; commits already measured in full are skipped)")
+    failed = _measure(project, commits, options.bench, ["--skip-existing-successful"],
+                      config + named, env, asv, say, COMMITS_FILE)
+    for number in range(1, options.passes + 1):
+        plan = remeasure.plan(project, done=done, window=set(commits),
+                              machine=options.machine, branch=options.branch)
+        for line in plan.notes:
+            say(f"   {line}")
+        if plan.ledger_changed:  # before the run: each step is confirmed once, even if it fails
+            write_text_atomically(ledger_path, ledger.ledger_text(plan.ledger))
+            done = plan.ledger
+        if plan.empty:
+            break
+        say(f"== measuring {len(plan.remeasure.commits)} commit(s) again, pass {number} of "
+            f"{options.passes}: a disturbed machine, or a step seen in one run only")
+        failed |= _measure(project, list(plan.remeasure.commits), plan.remeasure.bench_regex(),
+                           [], config + named, env, asv, say, REMEASURE_FILE)
+    if options.publish:
+        from torchpulse.site import assets, publish
+
+        node_modules = assets.find_node_modules(options.assets, project.root)
+        html = publish.publish(project, node_modules, progress=say)
+        say(f"   site written to {html}/; view it with `torchpulse serve`")
+    say("== regression alerts")
+    found = alert.run(project, machine=options.machine, branch=options.branch,
+                      since=options.since, confirmed=done, alpha=options.alpha,
+                      threshold=options.threshold, floor=options.noise_floor)
+    say(report.render(found, "text").rstrip("\n"))
+    if options.alert_output:
+        write_text_atomically(Path(options.alert_output),
+                              report.render(found, options.alert_format))
+    outcome = Outcome(found, tuple(commits), failed, _unjudged(found, set(commits)))
+    count, again = outcome.unjudged
+    if count:
+        say(f"== {count} series have no verdict: their points at {len(again)} commit(s) "
+            f"({_span(list(again))}) were measured on a disturbed machine; run the dashboard "
+            "again, on a quieter machine, and it measures only those")
+    if failed:
+        say("== a benchmark failed to run (asv's message is above); the site shows it failed")
+    return outcome
+
+
+def _span(commits: list[str]) -> str:
+    shown = ", ".join(c[:8] for c in commits[:6])
+    return shown + (f" and {len(commits) - 6} more" if len(commits) > 6 else "")
+
+
+def _unjudged(found: Report, window: set[str]) -> tuple[int, tuple[str, ...]]:
+    """Series whose disturbed points cost them their verdict (too few commits counted, or
+    the newest one not counted), and the commits (in the window) to measure again."""
+    history = found.history
+    count, commits = 0, set()
+    for c in found.checked:
+        lost = [x for x in c.disturbed if x in window]
+        if lost and (c.status == TOO_FEW or c.newest_disturbed):
+            count += 1
+            commits.update(lost)
+    order = history.position if history else {}
+    return count, tuple(sorted(commits, key=lambda x: order.get(x, -1)))
+
+
+def _measure(project: Project, commits: list[str], bench: str, extra: list[str],
+             named: list[str], env: dict[str, str], asv: Asv, say: Callable[[str], None],
+             hashfile: Path) -> bool:
+    """One `asv run` of ``commits``; True when it exited non-zero. Interrupted or killed, the
+    results it wrote are rolled back: results/ holds what it held before, so what is stored
+    is whole commits measured with every round."""
+    path = project.root / hashfile
+    write_text_atomically(path, "".join(f"{c}\n" for c in commits))
+    args = ["run", *named, "--record-samples", "--interleave-rounds", "--show-stderr", *extra,
+            "--bench", bench, f"HASHFILE:{path}"]
+    with _rolled_back_unless_whole(project.results_dir, commits, say):
+        rc = asv(args, env)
+        if rc < 0:  # killed by a signal: its last results file may be half written
+            raise DashboardError(f"asv run was killed (signal {-rc}); the results it wrote "
+                                 "were rolled back")
+    return rc != 0
+
+
+@contextmanager
+def _rolled_back_unless_whole(results_dir: Path, commits: list[str],
+                              say: Callable[[str], None]) -> Iterator[None]:
+    """Keep the bytes of every results file of ``commits`` (and benchmarks.json) and the
+    names of all results files; if the block does not finish, put those files back and remove
+    the results files that appeared meanwhile (the run's own: nothing else is deleted)."""
+    prefixes = {c[:8] for c in commits}
+    kept = {p: p.read_bytes() for p in _results_files(results_dir)
+            if p.name.split("-", 1)[0] in prefixes or p.name == "benchmarks.json"}
+    before = set(_results_files(results_dir))
+    try:
+        yield
+    except BaseException:
+        removed = restored = 0
+        for path in _results_files(results_dir):
+            if path not in before:
+                path.unlink(missing_ok=True)
+                removed += 1
+        for path, content in kept.items():
+            if not path.is_file() or path.read_bytes() != content:
+                write_atomically(path, lambda tmp, c=content: tmp.write_bytes(c))
+                restored += 1
+        say(f"== stopped: this run's results rolled back ({restored} file(s) restored, "
+            f"{removed} removed); results/ holds what it held before")
+        raise
+
+
+def _results_files(results_dir: Path) -> list[Path]:
+    if not results_dir.is_dir():
+        return []
+    return [*results_dir.glob("*/*-*.json"), *results_dir.glob("benchmarks.json")]

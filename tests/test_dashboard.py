@@ -1,0 +1,207 @@
+"""`torchpulse dashboard`, the main job: which commits it measures, the re-measure passes, the
+roll-back of an interrupted run, publishing, and the exit code. asv's `run` is scripted here
+(the e2e test of `torchpulse init` runs the whole job with the real asv)."""
+
+import json
+import re
+import shutil
+from types import SimpleNamespace
+
+import pytest
+from asvproject import tree_bytes
+
+from torchpulse import dashboard
+from torchpulse.analysis import remeasure, synthetic
+from torchpulse.analysis.alert import OK, TOO_FEW
+from torchpulse.analysis.disturbance import Remeasure
+from torchpulse.cli import main
+from torchpulse.results.project import Project
+
+COMMITS = 12
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A synthetic project whose planted steps sit at its newest commits (built once)."""
+    path = tmp_path_factory.mktemp("dashboard") / "project"
+    truths = synthetic.build(path, commits=COMMITS, per_cell=1, noise_series=2, seed=3,
+                             distances=(1,))
+    return path, truths
+
+
+@pytest.fixture
+def project(built, tmp_path):
+    """A fresh copy of the built project for each test, which may change it."""
+    path = tmp_path / "project"
+    shutil.copytree(built[0], path)
+    return Project.load(path / "asv.conf.json")
+
+
+class FakeAsv:
+    """asv, scripted: every call is logged; a `run` of commits not yet stored in full (no
+    --skip-existing-successful) draws those commits' benchmarks again, as a re-measurement
+    stores a new run; `run` exits ``rc``."""
+
+    def __init__(self, truths, rc=0):
+        self.calls, self.truths, self.rc = [], truths, rc
+
+    def __call__(self, args, env):
+        self.calls.append((list(args), dict(env)))
+        if args[0] == "run" and "--skip-existing-successful" not in args:
+            path = next(a[len("HASHFILE:"):] for a in args if a.startswith("HASHFILE:"))
+            commits = open(path).read().split()
+            bench = args[args.index("--bench") + 1]
+            names = {t.benchmark for t in self.truths if re.match(bench, t.benchmark)}
+            synthetic.remeasure(self.project_path, self.truths, commits, names, seed=7)
+        return self.rc if args[0] == "run" else 0
+
+    def runs(self):
+        return [args for args, _ in self.calls if args[0] == "run"]
+
+
+def fake_asv(project, truths, rc=0):
+    fake = FakeAsv(truths, rc)
+    fake.project_path = project.root
+    return fake
+
+
+def lines():
+    said = []
+    return said, said.append
+
+
+def test_the_newest_commits_are_measured_then_steps_seen_once_again_then_judged(project, built):
+    asv = fake_asv(project, built[1])
+    said, say = lines()
+    outcome = dashboard.run(project, dashboard.Options(preset="smoke", publish=False),
+                            asv=asv, say=say)
+    history = synthetic.history(project.root)
+    machine, first, *again = asv.calls
+    assert machine[0][:2] == ["machine", "--yes"]
+    assert first[1]["TORCHPULSE_PRESET"] == "smoke"
+    assert "--skip-existing-successful" in first[0] and "--record-samples" in first[0]
+    assert (project.root / dashboard.COMMITS_FILE).read_text().split() == history[-5:]
+    assert outcome.measured == tuple(history[-5:])
+    # the planted steps at the newest commit rest on one run: measured once more, once
+    assert len(again) == 1, said
+    assert (project.root / dashboard.REMEASURE_FILE).read_text().split() == history[-1:]
+    assert "synthetic\\.Step" in again[0][0][again[0][0].index("--bench") + 1]
+    assert any("pass 1 of 2" in line for line in said)
+    ledger = (project.root / ".asv" / "confirmed.txt").read_text().splitlines()
+    assert ledger and all(line.startswith(history[-1]) for line in ledger)
+    # they were measured again and still stand: regressions, measured twice
+    assert outcome.exit_code == 1
+    at_newest = [a for a in outcome.report.alerts if a.commit == history[-1]]
+    assert at_newest and all(a.confirmed for a in at_newest)
+    assert "== regression alerts" in said and "measured twice" in "\n".join(said)
+
+
+def test_ranges_name_the_commits_and_bad_ones_are_refused(project):
+    history = synthetic.history(project.root)
+    options = dashboard.Options(ranges=(f"{history[2]}^!", f"{history[6]}..{history[8]}"))
+    assert dashboard.commits_to_measure(project, options) == [history[2], *history[7:9]]
+    assert dashboard.commits_to_measure(project, dashboard.Options(newest=100)) == history
+    for bad in ("nosuchrev..HEAD", "--all", f"{history[3]}..{history[3]}"):
+        with pytest.raises(dashboard.DashboardError):
+            dashboard.commits_to_measure(project, dashboard.Options(ranges=(bad,)))
+
+
+@pytest.mark.parametrize("planned, passes", [(0, 0), (1, 1), (5, 2)])
+def test_re_measurement_takes_two_passes_at_most(project, built, monkeypatch, planned, passes):
+    """What the canary marks disturbed is measured again; what is disturbed after that once
+    more; then the alert, whatever is left."""
+    calls = []
+    commit = synthetic.history(project.root)[-1]
+
+    def plan(proj, **kwargs):
+        calls.append(kwargs)
+        left = len(calls) <= planned
+        return remeasure.Plan(Remeasure((commit,) if left else (), ("synthetic.Noise",)),
+                              ("disturbed",) if left else (), kwargs["done"], False)
+
+    monkeypatch.setattr(remeasure, "plan", plan)
+    asv = fake_asv(project, built[1])
+    dashboard.run(project, dashboard.Options(publish=False), asv=asv, say=lambda _: None)
+    assert len(asv.runs()) == 1 + passes
+    assert len(calls) == min(planned + 1, 2)
+    assert all(c["window"] == set(synthetic.history(project.root)[-5:]) for c in calls)
+
+
+def test_a_failed_benchmark_still_publishes_and_alerts_then_exits_3(project, built):
+    asv = fake_asv(project, built[1], rc=2)
+    said, say = lines()
+    outcome = dashboard.run(project, dashboard.Options(publish=True), asv=asv, say=say)
+    assert (project.html_dir / "torchpulse.html").is_file()
+    assert outcome.failed and "== regression alerts" in said
+    assert outcome.exit_code == 1  # a regression outranks a failed benchmark
+    quiet = dataclass_replace(outcome)
+    assert quiet.exit_code == dashboard.EXIT_BENCHMARK_FAILED
+
+
+def dataclass_replace(outcome):
+    import dataclasses
+
+    report = dataclasses.replace(outcome.report, alerts=[])
+    return dataclasses.replace(outcome, report=report)
+
+
+@pytest.mark.parametrize("stop", ["interrupt", "killed"])
+def test_an_interrupted_run_leaves_the_results_as_they_were(project, built, stop):
+    """Ctrl-C (or a killed asv) in the middle of a run: the files it wrote are rolled back,
+    a new one removed, a changed one restored; nothing else is touched."""
+    before = tree_bytes(project.results_dir)
+    newest = synthetic.history(project.root)[-1]
+    stored = next(project.results_dir.glob(f"*/{newest[:8]}-*.json"))
+    unrelated = project.results_dir / "notes.txt"  # not asv's: never touched
+    unrelated.write_text("mine")
+    before["notes.txt"] = b"mine"
+
+    def asv(args, env):
+        if args[0] != "run":
+            return 0
+        stored.write_text("{half a fi")
+        (stored.parent / "0123abcd-new.json").write_text("{}")
+        if stop == "interrupt":
+            raise KeyboardInterrupt
+        return -9
+
+    said, say = lines()
+    expected = KeyboardInterrupt if stop == "interrupt" else dashboard.DashboardError
+    with pytest.raises(expected):
+        dashboard.run(project, dashboard.Options(publish=False), asv=asv, say=say)
+    assert tree_bytes(project.results_dir) == before
+    assert any("rolled back (1 file(s) restored, 1 removed)" in line for line in said), said
+
+
+def test_series_left_without_a_verdict_are_counted_with_their_commits():
+    history = SimpleNamespace(position={"a": 0, "b": 1, "c": 2})
+
+    def checked(status, disturbed, newest):
+        return SimpleNamespace(status=status, disturbed=disturbed, newest_disturbed=newest)
+
+    report = SimpleNamespace(history=history, checked=[
+        checked(TOO_FEW, ("c", "a"), True),  # lost its verdict
+        checked(OK, ("b",), False),  # judged without its disturbed point
+        checked(OK, ("c",), True),  # judged, but not at its newest commit
+        checked(TOO_FEW, (), False),  # simply young
+    ])
+    assert dashboard._unjudged(report, {"a", "b", "c"}) == (2, ("a", "c"))
+    assert dashboard._unjudged(report, {"b"}) == (0, ())
+
+
+def test_cli_bad_range_is_one_line_and_nothing_is_measured(project, capsys):
+    before = tree_bytes(project.results_dir)
+    code = main(["dashboard", "--config", str(project.config), "--no-publish",
+                 "nosuchrev..HEAD"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "nosuchrev" in err
+    assert tree_bytes(project.results_dir) == before
+
+
+def test_cli_refuses_an_output_inside_the_results(project, capsys):
+    target = next(project.results_dir.glob("*/*-*.json"))
+    before = target.read_bytes()
+    code = main(["dashboard", "--config", str(project.config), "--output", str(target)])
+    assert code == 2 and capsys.readouterr().err.count("\n") == 1
+    assert target.read_bytes() == before
+    assert json.loads(before)  # still asv's file
