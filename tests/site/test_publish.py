@@ -218,7 +218,7 @@ def test_publish_never_deletes_what_it_did_not_create(project, tmp_path, capsys)
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me\n")
     assert run_publish(project, "--html-dir", str(mine)) == 2
-    assert "not a torchpulse site" in capsys.readouterr().err
+    assert "not a torchpulse or asv site" in capsys.readouterr().err
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
     a_file = tmp_path / "file"
     a_file.write_text("x")
@@ -238,6 +238,28 @@ def test_publish_never_deletes_what_it_did_not_create(project, tmp_path, capsys)
     (empty / publish_target.MARKER).unlink()
     assert run_publish(project, "--html-dir", str(empty)) == 0
     assert (empty / publish_target.MARKER).is_file() and (empty / "vendor").is_dir()
+
+
+def test_publish_replaces_the_site_asv_publish_wrote_and_nothing_more(project, tmp_path,
+                                                                      capsys):
+    """A user's habit: `asv publish`, then `torchpulse publish` into the same html folder.
+    asv's own site is replaced; the same site with a file of the user's beside it is not."""
+    import subprocess
+    import sys
+
+    html = tmp_path / "asv-html"
+    subprocess.run([sys.executable, "-m", "asv", "publish", "--config",
+                    str(project / "asv.conf.json"), "--html-dir", str(html), "--no-pull"],
+                   check=True, capture_output=True, timeout=600)
+    assert publish_target.is_asv_site(html)
+    (html / "my-notes.txt").write_text("keep me\n")
+    before = tree(html)
+    assert run_publish(project, "--html-dir", str(html)) == 2
+    assert "not a torchpulse or asv site" in capsys.readouterr().err
+    assert tree(html) == before
+    (html / "my-notes.txt").unlink()
+    assert run_publish(project, "--html-dir", str(html)) == 0
+    assert (html / publish_target.MARKER).is_file() and (html / "torchpulse.html").is_file()
 
 
 @pytest.mark.parametrize("atomic", [True, False])

@@ -3,11 +3,12 @@
 A publish replaces its target folder, so the target is checked first: it may not be, contain
 or lie inside what the project keeps (results, benchmarks, asv's environments, the git
 repository), may not be the project or the repository itself, and an existing target must be
-a site torchpulse published (its marker file, or the pages an earlier torchpulse wrote) or
-empty. The new site is built in a scratch folder of its own, publishes to one target are
-serialised by a lock on its parent folder, and the new site takes the old one's place in one
-atomic step (Linux's renameat2 RENAME_EXCHANGE; two renames where that is unavailable).
-Nothing is deleted that the publish did not create or check to be a torchpulse site.
+a site torchpulse published (its marker file, or the pages an earlier torchpulse wrote), a
+site `asv publish` wrote (asv's own files and nothing else), or empty. The new site is built
+in a scratch folder of its own, publishes to one target are serialised by a lock on its
+parent folder, and the new site takes the old one's place in one atomic step (Linux's
+renameat2 RENAME_EXCHANGE; two renames where that is unavailable). Nothing is deleted that
+the publish did not create or check to be a site.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import ctypes
 import ctypes.util
 import errno
 import fcntl
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -31,6 +33,10 @@ MARKER = ".torchpulse-site"  # written into every site torchpulse publishes
 # what a site published before the marker existed holds
 _EARLIER_SITE = ("index.html", "torchpulse.html")
 _RENAME_EXCHANGE = 2
+# what `asv publish` writes beside the files of its www template
+_ASV_WRITES = {"index.json", "info.json", "graphs", "regressions.json", "regressions.xml",
+               ".nojekyll"}
+_ASV_HAS = ("index.html", "index.json", "asv.js")  # an asv site has at least these
 
 
 class TargetError(TorchpulseError, ValueError):
@@ -56,17 +62,34 @@ def check(project: Project, target: Path) -> Path:
             raise TargetError(f"--html-dir {target}: exists and is not a folder")
         if not is_site(where):
             raise TargetError(f"--html-dir {target}: holds files that are not a torchpulse "
-                              "site; publish into an empty or new folder")
+                              "or asv site; publish into an empty or new folder")
     return where
 
 
 def is_site(folder: Path) -> bool:
-    """Whether ``folder`` may be replaced: empty, or a site torchpulse published."""
+    """Whether ``folder`` may be replaced: empty, a site torchpulse published, or one that
+    `asv publish` wrote."""
     if (folder / MARKER).is_file():
         return True
     if all((folder / name).is_file() for name in _EARLIER_SITE):
         return True
-    return not any(folder.iterdir())
+    return not any(folder.iterdir()) or is_asv_site(folder)
+
+
+def is_asv_site(folder: Path) -> bool:
+    """asv's pages and data, and nothing else at the top: a folder with anything of the
+    user's beside them is not replaced."""
+    if not all((folder / name).is_file() for name in _ASV_HAS):
+        return False
+    return all(entry.name in _asv_names() for entry in folder.iterdir())
+
+
+def _asv_names() -> set[str]:
+    """The names `asv publish` writes at a site's top: its www template (read from the
+    installed asv without importing it) and its data files."""
+    spec = importlib.util.find_spec("asv")
+    www = [Path(p) / "www" for p in (spec.submodule_search_locations or [])] if spec else []
+    return _ASV_WRITES | {f.name for d in www if d.is_dir() for f in d.iterdir()}
 
 
 @contextmanager
