@@ -1,3 +1,4 @@
+# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
 """Detection on the shapes family in process, without asv: change points, located steps,
 active alerts and drifts per (shape, change, size). Measured: the before figures of the
 "Series shapes the generator never makes" entry in docs/detection.md (2026-11-26; run at the

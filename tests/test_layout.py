@@ -13,7 +13,8 @@ PACKAGE = ROOT / "src" / "torchpulse"
 MEASURE = {"fastrnns", "autograd", "compile", "models", "sizes", "presets", "timing", "allocation",
            "suite", "harness"}
 SHARED = {"errors", "files", "text", "__init__"}  # imported by everything, import nothing of ours
-STAGES = [MEASURE, {"results"}, {"analysis"}, {"culprit", "fleet"}, {"site"}, {"cli"}]
+STAGES = [MEASURE, {"results"}, {"analysis"}, {"culprit", "fleet"}, {"site"}, {"dashboard"},
+          {"cli"}, {"testing"}]
 
 
 def stage_of(part: str) -> int:
@@ -49,8 +50,8 @@ def test_every_module_belongs_to_a_stage():
 
 @pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_data_flows_one_way(path):
-    """measure -> results -> analysis -> culprit -> site -> cli: nothing imports a later
-    stage."""
+    """measure -> results -> analysis -> culprit -> site -> dashboard -> cli (-> testing):
+    nothing imports a later stage."""
     part = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
     for name in imports(path):
         if not name.startswith("torchpulse."):
@@ -60,6 +61,14 @@ def test_data_flows_one_way(path):
             continue
         assert part not in SHARED, f"{path} is shared but imports {name}"
         assert stage_of(target) <= stage_of(part), f"{path} reaches forward into {name}"
+
+
+def test_the_product_does_not_import_the_test_fixtures():
+    """torchpulse.testing holds fixtures for tests and experiments: nothing else imports it."""
+    users = {str(p.relative_to(PACKAGE)) for p in sources()
+             if p.relative_to(PACKAGE).parts[0] != "testing"
+             and any(n.startswith("torchpulse.testing") for n in imports(p))}
+    assert users == set()
 
 
 def test_asv_is_used_through_three_modules_only():

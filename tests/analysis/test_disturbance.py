@@ -257,7 +257,7 @@ def test_a_canary_toggling_between_two_speeds_still_catches_a_doubling():
 
 
 def test_a_busy_core_on_a_toggling_machine_is_still_caught():
-    """The readings (ms) of scripts/measure_disturbance.py (7 commits, newest measured first,
+    """The readings (ms) of experiments/measure_disturbance.py (7 commits, newest measured first,
     a CPU hog over the first two) in an hour when the idle canary toggled between about 7.7
     and 10.8 ms. Against the medians the hog read 1.5-2x; the pooled spread put the limit
     past 2x until it was capped at 1.8x."""

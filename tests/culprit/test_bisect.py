@@ -7,7 +7,7 @@ import pytest
 from torchpulse.analysis import sequential
 from torchpulse.culprit.bisect import bisect, describe, expected_probes
 from torchpulse.culprit.runs import Run, RunError
-from torchpulse.culprit.simulate import KEY, Noise, SimulatedHistory, trials
+from torchpulse.testing.bisect_trials import KEY, Noise, SimulatedHistory, trials
 
 
 def _history(n=16, step_at=11, factor=1.25, cv=0.02, seed=0):
@@ -93,7 +93,7 @@ def test_noise_from_values_needs_enough_positive_values():
 
 
 def test_measured_values_take_the_commits_in_turn():
-    from torchpulse.culprit.simulate import measured_values
+    from torchpulse.testing.bisect_trials import measured_values
 
     asked = []
 

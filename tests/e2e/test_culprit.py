@@ -14,9 +14,10 @@ from asvproject import tree_bytes
 from paths import ROOT
 
 from torchpulse.cli import main
-from torchpulse.culprit import fixture, probes
+from torchpulse.culprit import probes
 from torchpulse.culprit.runs import AsvRuns
 from torchpulse.results.project import Project
+from torchpulse.testing import culprit_repo as fixture
 
 pytestmark = pytest.mark.slow
 STEP = 3

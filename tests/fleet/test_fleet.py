@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from torchpulse.cli import main
-from torchpulse.fleet import driver, plan, simulated
+from torchpulse.fleet import driver, plan
 from torchpulse.fleet.node import MACHINE, SLOT, NodeError, final_round_commit, machine_name
 from torchpulse.results import asv_results
 from torchpulse.results.project import Project
+from torchpulse.testing import fleet_cluster as simulated
 
 
 def _fixture(root: Path, commits: int = 4) -> tuple[Project, list[str]]:

@@ -1,8 +1,9 @@
 #!/usr/bin/env python
+# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
 """How much one busy core slows the machine canary (at 1 and 2 torch threads) and a few
 single-threaded workloads, each timed in a process forked the way asv's forkserver does.
 
-    .venv/bin/python scripts/hog_sensitivity.py [--rounds 2] [--hog cpu memory]
+    .venv/bin/python experiments/hog_sensitivity.py [--rounds 2] [--hog cpu memory]
 
 Prints the median per case idle and next to each hog, and their ratio: ``cpu`` is a
 ``while True: pass`` process, ``memory`` one that streams 256 MB arrays (memory bandwidth

@@ -1,8 +1,9 @@
 #!/usr/bin/env python
+# An experiment, not product (run from a checkout with .venv); its results: docs/measurements.md.
 """A fleet run on two simulated Ray nodes, one of them lost mid-run (what the fleet test
 does, printed).
 
-    .venv/bin/python scripts/fleet_demo.py [--commits 5] [--workdir DIR] [--keep-nodes]
+    .venv/bin/python experiments/fleet_demo.py [--commits 5] [--workdir DIR] [--keep-nodes]
 
 A Ray head without a measurement slot and two nodes (sim-a, sim-b) with one each, on this
 machine (Ray's cluster_utils); the culprit fixture repository with a second benchmark
@@ -15,7 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from torchpulse.fleet import driver, plan, simulated
+from torchpulse.fleet import driver, plan
+from torchpulse.testing import fleet_cluster as simulated
 from torchpulse.results.project import Project
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python
+# An experiment, not product (run from a checkout with .venv); its results: docs/measurements.md.
 """Page faults and time a call of some cpu-preset workloads, with glibc's defaults and with
 freed memory kept in the process (torchpulse/allocation.py), each case in a fresh process:
 
-    .venv/bin/python scripts/page_faults.py [--calls 12]
+    .venv/bin/python experiments/page_faults.py [--calls 12]
 
 Prints, per workload and mode, the median time of a call and the median minor page faults
 of a call, after two untimed calls.

@@ -1,6 +1,6 @@
 """A fleet on this one machine: Ray nodes simulated with Ray's cluster utilities, and the
 culprit fixture repository with a second benchmark group, for the fleet's tests and
-``scripts/fleet_demo.py``."""
+``experiments/fleet_demo.py``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from torchpulse.culprit import fixture as culprit_fixture
 from torchpulse.fleet.node import CLASS, MACHINE, SLOT
+from torchpulse.testing import culprit_repo as culprit_fixture
 
 CLASS_NAME = "sim"  # the machine class every simulated node carries
 SECOND_GROUP = '''import stepwork

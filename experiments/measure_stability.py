@@ -1,7 +1,8 @@
 #!/usr/bin/env python
+# An experiment, not product (run from a checkout with .venv); its results: docs/measurements.md.
 """Run one asv benchmark on the same commit several times and print the spread of its result.
 
-    TORCHPULSE_PRESET=cpu .venv/bin/python scripts/measure_stability.py \
+    TORCHPULSE_PRESET=cpu .venv/bin/python experiments/measure_stability.py \
         --bench bench_rnns.LSTM.time_forward --param cudnn --runs 10
 
 Each run is a separate `asv run --record-samples COMMIT^!` selecting that one parameter

@@ -1,8 +1,9 @@
 #!/usr/bin/env python
+# An experiment, not product (run from a checkout with .venv); its results: docs/measurements.md.
 """How often `torchpulse bisect` finds a planted slowdown, and at what cost, against a fixed
 10-runs-per-probe scheme (torchpulse.culprit.simulate).
 
-    .venv/bin/python scripts/bisect_trials.py [--trials 500] [--noise-runs 30] [--workdir DIR]
+    .venv/bin/python experiments/bisect_trials.py [--trials 500] [--noise-runs 30] [--workdir DIR]
 
 1. Writes the fixture repository (torchpulse.culprit.fixture, 33 commits: GOOD and 32
    candidates) with its step at commit 21, for +25 % and for +10 %.
@@ -20,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from torchpulse.culprit import fixture, simulate
+from torchpulse.testing import bisect_trials as simulate
+from torchpulse.testing import culprit_repo as fixture
 from torchpulse.culprit.bisect import bisect
 from torchpulse.culprit.runs import AsvRuns
 from torchpulse.results.project import Project

@@ -1,9 +1,10 @@
 #!/usr/bin/env python
+# An experiment, not product (run from a checkout with .venv); its results: docs/measurements.md and docs/detection.md.
 """Benchmark commits where nothing measured changes while a CPU hog loads the machine for
 part of the run, then print what the machine canary caught and what `torchpulse alert`
 concludes with and without its rule.
 
-    TORCHPULSE_PRESET=cpu .venv/bin/python scripts/measure_disturbance.py \
+    TORCHPULSE_PRESET=cpu .venv/bin/python experiments/measure_disturbance.py \
         --range HEAD~7..HEAD --bench '^(_canary|bench_rnns|bench_cnns)' --hog-from 1 --hog-to 2
 
 Run it in a scratch clone: it replaces that clone's results of the range. asv measures the

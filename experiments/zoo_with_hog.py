@@ -1,9 +1,10 @@
 #!/usr/bin/env python
+# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
 """The compile suite's setup (bench_compile's setup_cache) run in this process with a CPU hog
 over part of it: prints each canary reading taken around the zoo's models and which models
 were measured again.
 
-    TORCHPULSE_PRESET=cpu .venv/bin/python scripts/zoo_with_hog.py [--hog-from 25] [--hog-for 12]
+    TORCHPULSE_PRESET=cpu .venv/bin/python experiments/zoo_with_hog.py [--hog-from 25] [--hog-for 12]
 """
 
 import argparse

@@ -1,5 +1,5 @@
 """A fixture repository with a planted slowdown: the ground truth for ``compare`` and
-``bisect`` (their end-to-end tests and ``scripts/bisect_trials.py``).
+``bisect`` (their end-to-end tests and ``experiments/bisect_trials.py``).
 
 ``make(root, commits, step_at, factor)`` writes a git repository of a tiny pure-Python
 package ``stepwork`` and an asv project beside it (config and ``benchmarks/bench_work.py``).

@@ -1,9 +1,10 @@
 #!/usr/bin/env python
+# An experiment, not product (run from a checkout with .venv); its results: docs/measurements.md.
 """Where the compile suite's per-commit time goes: measure_zoo (bench_compile's setup_cache)
 over every zoo model and tracked backend at a preset, with the time of each phase printed
 (the compilers' first use, each model's measurement and its accuracy check).
 
-    TORCHPULSE_PRESET=cpu .venv/bin/python scripts/profile_zoo.py
+    TORCHPULSE_PRESET=cpu .venv/bin/python experiments/profile_zoo.py
 """
 
 import functools
