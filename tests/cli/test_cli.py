@@ -5,6 +5,7 @@ import inspect
 import json
 import os
 import pkgutil
+import re
 import subprocess
 import sys
 
@@ -97,12 +98,21 @@ def test_usage_errors_are_one_line_and_exit_2(capsys):
     assert "invalid choice: 'huge'" in err and err.count("\n") == 1 and "usage:" not in err
 
 
-def test_exit_codes_are_documented_once_in_the_readme():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+def test_exit_codes_are_documented_in_the_dashboard_guide():
+    guide = (ROOT / "docs" / "dashboard.md").read_text()
+    section = guide.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert [row.split("|")[1].strip() for row in rows[1:]] == \
         [str(EXIT_OK), str(EXIT_FAILED), str(EXIT_USAGE)]
+
+
+def test_the_readmes_table_of_commands_is_the_parsers():
+    """Every command the parser knows has one row in the README's table, and no row names a
+    command the parser does not know."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `torchpulse ([a-z-]+)` \|", section, re.M)
+    assert sorted(rows) == sorted(c[0] for c in commands() if len(c) == 1)
 
 
 def test_module_entry_point_and_version():

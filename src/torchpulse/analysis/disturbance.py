@@ -8,11 +8,11 @@ does. The rule (docs/detection.md explains the figures behind it):
 * At each of its places in the run, on one machine and environment, the canary's *usual
   level* is the median of its readings there (the places differ: a canary right after the
   install reads slower than one between the LSTM classes).
-* A shared VM also changes speed for hours at a time (here the canary's idle level moved
-  from ~17 to ~10 ms between runs). So a reading is judged against its *local level*: the
-  usual level, lowered when the machine ran faster than usual around it (the median of every
-  place's readings within LOCAL_S, each against its own usual level). It is never raised: a
-  run that is slow from end to end is still slow, not a new normal.
+* A shared VM also changes speed for hours at a time (on a 2-core VM the canary's idle
+  level moved from ~17 to ~10 ms between runs). So a reading is judged against its *local
+  level*: the usual level, lowered when the machine ran faster than usual around it (the
+  median of every place's readings within LOCAL_S, each against its own usual level). It is
+  never raised: a run that is slow from end to end is still slow, not a new normal.
 * A reading is *slow* when it exceeds its local level by more than SLOW_RATIO, or by
   SLOW_SIGMAS robust deviations of the readings when they are noisier than that, but never
   by more than MAX_SLOW_RATIO. The
@@ -83,7 +83,7 @@ class Reading:
     benchmark: str
     started_ms: float
     value: float  # seconds: the slowest round's (``reading``)
-    ratio: float  # against the usual level of its machine and environment
+    ratio: float  # against its local level (the usual level, lowered where the machine ran fast)
     slow: bool
     # the last round's median alone is slow: that round is the one asv placed in time, the
     # only one next to other commits' jobs

@@ -10,7 +10,6 @@ measured commit may be older), and `torchpulse --help` must not import torch.
 FAST_TASKS_NO_DOUBLE_BACK = ("vjp",)
 FAST_TASKS = (*FAST_TASKS_NO_DOUBLE_BACK, "vhp", "jvp")
 ALL_TASKS_NON_VECTORIZED = (*FAST_TASKS, "hvp", "jacobian", "hessian")
-DOUBLE_BACKWARD_TASKS = ("jvp", "hvp", "vhp", "hessian")
 VECTORIZED_TASKS = ("hessian_fwdrev", "hessian_revrev", "jacfwd", "jacrev")
 ALL_TASKS = (*ALL_TASKS_NON_VECTORIZED, *VECTORIZED_TASKS)
 # the order of the asv suite's and the stubs' task parameter (stored results follow it)

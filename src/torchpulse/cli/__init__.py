@@ -1,15 +1,15 @@
 """The ``torchpulse`` command line: one module per command group, each a thin layer that
 parses, calls one library function, prints and returns an exit code.
 
-    fastrnns   check, runners, bench, profile     (torchpulse.fastrnns)
-    results    import, export, merge, record, init (torchpulse.results)
-    alerts     alert, disturbed, evaluate-detection (torchpulse.analysis)
-    culprit    compare, bisect                    (torchpulse.culprit)
-    fleet      fleet run                          (torchpulse.fleet)
-    site       publish, serve                     (torchpulse.site)
-    autograd   autograd [compare]                 (torchpulse.autograd)
-    dynamo     dynamo                             (torchpulse.compile)
-    dashboard  dashboard: the main job            (torchpulse.dashboard)
+    dashboard  dashboard: the main job               (torchpulse.dashboard)
+    fastrnns   check, runners, bench, profile         (torchpulse.fastrnns)
+    results    import, export, merge, init, record    (torchpulse.results)
+    alerts     alert, disturbed, evaluate-detection   (torchpulse.analysis)
+    culprit    compare, bisect                        (torchpulse.culprit)
+    fleet      fleet run                              (torchpulse.fleet)
+    site       publish, serve                         (torchpulse.site)
+    autograd   autograd [compare]                     (torchpulse.autograd)
+    dynamo     dynamo                                 (torchpulse.compile)
 
 Exit codes (args.py; a contract CI scripts rely on): 0 success, 1 the measured thing failed
 or regressed, 2 bad input or usage, always with a one-line message on stderr and never a
