@@ -54,4 +54,4 @@ lint: $(STAMP)
 # re-measure. results/ and the confirmation ledger (.asv/confirmed.txt, which steps of those
 # results were measured twice) stay.
 clean:
-	rm -rf html .asv/env .asv/disturbed.txt
+	rm -rf html .asv/env .asv/disturbed.txt .asv/dashboard-commits.txt
