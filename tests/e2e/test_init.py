@@ -111,8 +111,12 @@ def test_init_writes_a_whole_project_or_nothing(tmp_path, monkeypatch):
     assert (tmp_path / "proj" / wheel).is_file()
     assert "MachineCanary" in (tmp_path / "proj" / "benchmarks" / "_canary.py").read_text()
     # its Makefile runs the one pipeline, on its branch
-    dry = subprocess.run(["make", "-n", "dashboard", "N=3"], cwd=tmp_path / "proj",
-                         capture_output=True, text=True, check=True).stdout
+    # (under `make test` the outer make's settings would add "Entering directory" lines)
+    outside_make = {k: v for k, v in os.environ.items()
+                    if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    dry = subprocess.run(["make", "--no-print-directory", "-n", "dashboard", "N=3"],
+                         cwd=tmp_path / "proj", capture_output=True, text=True, check=True,
+                         env=outside_make).stdout
     assert dry.strip() == 'torchpulse dashboard --branch "trunk" -n 3 --preset cpu'
 
     # a second init into the same folder, a folder that is no repository, a URL without a
