@@ -4,6 +4,7 @@ write: tests/cli/test_outputs.py)."""
 import os
 import stat
 
+from torchpulse import files
 from torchpulse.files import write_json_atomically, write_text_atomically
 
 
@@ -41,3 +42,15 @@ def test_only_the_scratch_files_of_killed_writers_are_removed(tmp_path):
     (mine[2] / "m").mkdir()
     assert remove_leftovers(tmp_path) == 3
     assert not any(p.exists() for p in mine) and all(p.exists() for p in theirs)
+
+
+def test_restore_puts_back_what_snapshot_saw_and_counts_it(tmp_path):
+    kept, absent, same = tmp_path / "kept", tmp_path / "absent", tmp_path / "same"
+    kept.write_bytes(b"old")
+    same.write_bytes(b"same")
+    before = files.snapshot([kept, absent, same])
+    kept.write_bytes(b"half")
+    absent.write_bytes(b"new")
+    assert files.restore(before) == 2  # "same" is not rewritten
+    assert kept.read_bytes() == b"old" and not absent.exists() and same.read_bytes() == b"same"
+    assert files.restore(before) == 0

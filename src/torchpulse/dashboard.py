@@ -24,7 +24,7 @@ from torchpulse.analysis.defaults import (
     REMEASURE_PASSES,
 )
 from torchpulse.errors import TorchpulseError
-from torchpulse.files import write_atomically, write_text_atomically
+from torchpulse.files import restore, snapshot, write_text_atomically
 from torchpulse.results import gitrepo
 from torchpulse.results.external import MEASURED
 from torchpulse.results.project import Project
@@ -209,23 +209,18 @@ def _rolled_back_unless_whole(results_dir: Path, commits: list[str],
     names of all results files; if the block does not finish, put those files back and remove
     the results files that appeared meanwhile (the run's own: nothing else is deleted)."""
     prefixes = {c[:8] for c in commits}
-    kept = {p: p.read_bytes() for p in _results_files(results_dir)
-            if p.name.split("-", 1)[0] in prefixes or p.name == "benchmarks.json"}
     before = set(_results_files(results_dir))
+    kept = snapshot(p for p in before
+                    if p.name.split("-", 1)[0] in prefixes or p.name == "benchmarks.json")
     try:
         yield
     except BaseException:
-        removed = restored = 0
-        for path in _results_files(results_dir):
-            if path not in before:
-                path.unlink(missing_ok=True)
-                removed += 1
-        for path, content in kept.items():
-            if not path.is_file() or path.read_bytes() != content:
-                write_atomically(path, lambda tmp, c=content: tmp.write_bytes(c))
-                restored += 1
+        created = [p for p in _results_files(results_dir) if p not in before]
+        for path in created:
+            path.unlink(missing_ok=True)
+        restored = restore(kept)
         say(f"== stopped: this run's results rolled back ({restored} file(s) restored, "
-            f"{removed} removed); results/ holds what it held before")
+            f"{len(created)} removed); results/ holds what it held before")
         raise
 
 

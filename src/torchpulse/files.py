@@ -11,7 +11,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 
@@ -29,6 +29,31 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def snapshot(paths: Iterable[Path]) -> dict[Path, bytes | None]:
+    """Each path's bytes, or None where it is absent: what ``restore`` puts back."""
+    return {p: p.read_bytes() if p.is_file() else None for p in paths}
+
+
+def restore(before: dict[Path, bytes | None], keep_going: bool = False) -> int:
+    """Put each path back as ``snapshot`` found it (its bytes, or absent), touching only
+    those that changed; returns how many it put back. ``keep_going``: a path that cannot be
+    restored (OSError) is skipped instead of raising."""
+    changed = 0
+    for path, content in before.items():
+        try:
+            if content is None:
+                if path.exists() or path.is_symlink():
+                    path.unlink()
+                    changed += 1
+            elif not path.is_file() or path.read_bytes() != content:
+                write_atomically(path, lambda tmp, c=content: tmp.write_bytes(c))
+                changed += 1
+        except OSError:
+            if not keep_going:
+                raise
+    return changed
 
 
 def _mode_for(path: Path) -> int:

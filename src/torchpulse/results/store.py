@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.files import remove_leftovers, write_atomically, write_json_atomically
+from torchpulse.files import remove_leftovers, restore, snapshot, write_json_atomically
 from torchpulse.results import asv_results, external
 from torchpulse.results.importers import Record
 
@@ -340,16 +340,10 @@ def _undo_on_failure(paths: list[Path]) -> Iterator[None]:
     """Put ``paths`` back as they were (their bytes, or absent) when the block fails, so
     the files an import touches change together or not at all. (Each is written atomically;
     a kill between two of them leaves a state that running the import again completes.)"""
-    before = {p: p.read_bytes() if p.is_file() else None for p in paths}
+    before = snapshot(paths)
     try:
         yield
     except BaseException:
-        for path, content in before.items():
-            try:
-                if content is None:
-                    path.unlink(missing_ok=True)
-                elif not path.is_file() or path.read_bytes() != content:
-                    write_atomically(path, lambda tmp, c=content: tmp.write_bytes(c))
-            except OSError:
-                pass  # the disk that failed the write may fail this too; keep the first error
+        # the disk that failed the write may fail this too: keep the first error
+        restore(before, keep_going=True)
         raise

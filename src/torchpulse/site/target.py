@@ -81,7 +81,8 @@ def is_asv_site(folder: Path) -> bool:
     user's beside them is not replaced."""
     if not all((folder / name).is_file() for name in _ASV_HAS):
         return False
-    return all(entry.name in _asv_names() for entry in folder.iterdir())
+    names = _asv_names()
+    return all(entry.name in names for entry in folder.iterdir())
 
 
 def _asv_names() -> set[str]:
