@@ -53,7 +53,6 @@ class Options:
     machine: str | None = None
     branch: str | None = None  # the history the commits and verdicts follow
     since: str | None = None  # the alert reports changes after REV only
-    passes: int = REMEASURE_PASSES
     publish: bool = True
     assets: str | None = None  # node_modules for the site (publish's --assets)
     alert_format: str = "text"
@@ -126,7 +125,7 @@ def run(project: Project, options: Options, *, asv: Asv = run_asv,
         "recorded; commits already measured in full are skipped)")
     failed = _measure(project, commits, options.bench, ["--skip-existing-successful"],
                       config + named, env, asv, say, COMMITS_FILE)
-    for number in range(1, options.passes + 1):
+    for number in range(1, REMEASURE_PASSES + 1):
         plan = remeasure.plan(project, done=done, window=set(commits),
                               machine=options.machine, branch=options.branch)
         for line in plan.notes:
@@ -137,7 +136,7 @@ def run(project: Project, options: Options, *, asv: Asv = run_asv,
         if plan.empty:
             break
         say(f"== measuring {len(plan.remeasure.commits)} commit(s) again, pass {number} of "
-            f"{options.passes}: a disturbed machine, or a step seen in one run only")
+            f"{REMEASURE_PASSES}: a disturbed machine, or a step seen in one run only")
         failed |= _measure(project, list(plan.remeasure.commits), plan.remeasure.bench_regex(),
                            [], config + named, env, asv, say, REMEASURE_FILE)
     if options.publish:
