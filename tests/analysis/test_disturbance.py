@@ -332,7 +332,7 @@ def test_a_step_behind_a_disturbed_commit_is_located_to_a_range():
         report_formats.to_markdown(report)
     assert "at c10 or at c8, c9 (measured on a disturbed machine)" in \
         report_formats.to_github(report)
-    (row,) = page._alert_rows([alert], {})
+    (row,) = page._alert_rows([alert], {}, {})
     assert 'title="c8">c8</code>, <code title="c9">c9</code> between, measured on a ' \
         "disturbed machine" in row
     # and a step whose own commit ran undisturbed names nothing more

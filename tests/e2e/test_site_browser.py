@@ -196,6 +196,38 @@ def test_summary_page_from_the_navigation_bar(site, browser):
     assert_only_loopback(browser)
 
 
+def test_summary_page_charts_each_series_and_filters_by_status(site, browser):
+    visit(browser, site + "torchpulse.html", "document.readyState === 'complete'")
+    charts = browser.execute_script("""
+      return Array.from(document.querySelectorAll('table.series tbody tr')).map(function (r) {
+        var svg = r.querySelector('svg.spark'), box = svg.getBoundingClientRect();
+        return {name: r.cells[0].textContent, status: r.dataset.status,
+                points: svg.querySelector('polyline.levels').points.numberOfItems,
+                changes: svg.querySelectorAll('line.change').length,
+                band: svg.querySelector('rect.band').getBBox().height,
+                shown: box.width > 100 && box.height > 20};
+      });""")
+    assert len(charts) == 6 and all(c["shown"] and c["band"] > 0 for c in charts)
+    assert all(c["points"] == COMMITS for c in charts)
+    steps = [c for c in charts if c["status"] == "regression"]
+    assert len(steps) == 3 and all(c["changes"] >= 1 for c in steps)  # each step is marked
+    # each alert shows its series' chart too
+    assert len(browser.find_elements("css selector", "table.alerts tr.alert svg.spark")) == 3
+
+    def shown_statuses():
+        return browser.execute_script(
+            "return Array.from(document.querySelectorAll('table.series tbody tr'))"
+            ".filter(function (r) { return r.offsetParent !== null; })"
+            ".map(function (r) { return r.dataset.status; });")
+
+    browser.find_element("id", "show-regression").click()
+    assert shown_statuses() == ["regression"] * 3
+    browser.find_element("id", "show-all").click()
+    assert len(shown_statuses()) == 6
+    assert browser.execute_script("return document.scripts.length") == 0
+    assert_only_loopback(browser)
+
+
 def test_html_references_no_external_url(site):
     import urllib.request
 

@@ -1,5 +1,7 @@
 """The site's torchpulse page: the summary per machine and the alert report, as one static
-HTML file next to asv's index.html (no scripts, nothing loaded from elsewhere)."""
+HTML file next to asv's index.html (no scripts, nothing loaded from elsewhere): each series
+with a small inline chart of its recent values, and a filter by status made of radio buttons
+and CSS alone."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from torchpulse.analysis.report import (
 )
 from torchpulse.analysis.series import SeriesKey
 from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
+from torchpulse.site import sparkline
 
 PAGE = "torchpulse.html"
 ALERTS_JSON = "torchpulse-alerts.json"
@@ -41,7 +44,36 @@ td.env { font-size: 0.8em; }
 .muted { color: #777; }
 .disturbed { background: #fff4d6; }
 code { font-size: 0.95em; }
+td.chart { padding: 0.1em 0.5em; }
+form.filter { margin: 0.5em 0 1em; }
+form.filter label { margin-right: 1em; }
 """
+
+
+_LEGEND = ('<p class="muted legend">Recent commits: the values at the newest commits, oldest on '
+           "the left; a hollow orange dot was measured on a disturbed machine (not counted), a "
+           "red rule is a change point, the dashed line is the baseline the newest value is "
+           "judged against, and the shaded band the threshold around it.</p>")
+
+
+def _status_id(status: str) -> str:
+    return "show-" + status.replace(" ", "-")
+
+
+def _filter_style() -> str:
+    """Checking a status's radio button hides the series rows of every other status."""
+    return "".join(
+        f"body:has(#{_status_id(s)}:checked) tr.series:not([data-status=\"{s}\"]) "
+        "{ display: none; }\n" for s in STATUSES)
+
+
+def _filter(report: Report) -> str:
+    tally = {s: sum(c.status == s for c in report.checked) for s in STATUSES}
+    buttons = ['<label><input type="radio" name="status" id="show-all" checked> all '
+               f"({len(report.checked)})</label>"]
+    buttons += [f'<label><input type="radio" name="status" id="{_status_id(s)}"> '
+                f"{escape(s)} ({n})</label>" for s, n in tally.items()]
+    return f'<form class="filter">Show series: {"".join(buttons)}</form>'
 
 
 def _hash_url(key: SeriesKey, names: tuple[str, ...]) -> str:
@@ -71,7 +103,8 @@ def _commit(sha: str) -> str:
     return f'<code title="{escape(sha)}">{escape(sha[:8])}</code>'
 
 
-def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]]) -> list[str]:
+def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
+                charts: dict[SeriesKey, str]) -> list[str]:
     rows = []
     for a in alerts:
         name = a.key.benchmark + (f"({', '.join(a.key.params)})" if a.key.params else "")
@@ -79,7 +112,8 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]]) -> list[
         rows.append(
             f'<tr class="alert"><td class="num {"up" if a.ratio > 1 else "down"}">'
             f"{escape(change(a) + qualifiers(a))}</td>"
-            f'<td><a href="{escape(url)}">{escape(name)}</a></td><td>{escape(a.key.env)}</td>'
+            f'<td><a href="{escape(url)}">{escape(name)}</a></td>'
+            f'<td class="chart">{charts.get(a.key, "")}</td><td>{escape(a.key.env)}</td>'
             f"<td>{_commit(a.commit)} (after {_commit(a.previous_commit)})"
             + (f"; culprits {', '.join(_commit(c) for c in a.culprits)}"
                if len(a.culprits) > 1 else "")
@@ -94,7 +128,7 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]]) -> list[
     return rows
 
 
-def _series_row(row: Row, show_env: bool) -> str:
+def _series_row(row: Row, show_env: bool, threshold: float) -> str:
     change = row.change
     if change is None:
         change_cell = '<td class="num muted">-</td>'
@@ -114,6 +148,7 @@ def _series_row(row: Row, show_env: bool) -> str:
             f'data-disturbed="{len(row.checked.disturbed)}">'
             f'<td><a href="{escape(_hash_url(row.key, row.param_names))}">'
             f"{escape(row.key.benchmark)}</a></td><td>{escape(_params(row))}</td>{env}"
+            f'<td class="chart">{sparkline.render(row.checked, threshold)}</td>'
             f"{latest}{change_cell}"
             f'<td class="num">{cv}</td><td class="num">{mde}</td>'
             f'<td class="num">{row.commits}</td>'
@@ -129,19 +164,21 @@ def _described(info: dict[str, str]) -> str:
     return " · ".join(escape(x) for x in parts if x)
 
 
-def _series_table(rows: list[Row]) -> list[str]:
+def _series_table(rows: list[Row], threshold: float) -> list[str]:
     show_env = len({r.key.env for r in rows}) > 1
     env_head = "<th>environment</th>" if show_env else ""
     return [f'<table class="series"><thead><tr><th>benchmark</th><th>parameters</th>{env_head}'
+            f'<th title="the newest {sparkline.NEWEST} commits">recent commits</th>'
             "<th>latest</th><th>change since previous commit</th><th>noise (cv)</th>"
             "<th>smallest detectable step</th><th>commits</th><th>status</th></tr></thead>"
-            "<tbody>", *(_series_row(r, show_env) for r in rows), "</tbody></table>"]
+            "<tbody>", *(_series_row(r, show_env, threshold) for r in rows), "</tbody></table>"]
 
 
 def _machine(m: MachineSummary, report: Report) -> list[str]:
     threshold = report.threshold
     described = _described(m.info)
     names = {r.key.benchmark: r.param_names for r in m.rows}
+    charts = {r.key: sparkline.render(r.checked, threshold) for r in m.rows if r.alert}
     out = [f'<section class="machine" id="machine-{escape(m.name)}">',
            f"<h2>{escape(m.name)}</h2>",
            f'<p class="muted">{described}</p>' if described else "",
@@ -150,9 +187,9 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
            "<h3>Alerts</h3>"]
     if m.alerts:
         out += ['<table class="alerts"><thead><tr><th>change</th><th>benchmark</th>'
-                "<th>environment</th><th>first commit at the new level</th><th>before</th>"
-                "<th>after</th><th>p</th></tr></thead><tbody>",
-                *_alert_rows(m.alerts, names), "</tbody></table>"]
+                "<th>recent commits</th><th>environment</th><th>first commit at the new level</th>"
+                "<th>before</th><th>after</th><th>p</th></tr></thead><tbody>",
+                *_alert_rows(m.alerts, names, charts), "</tbody></table>"]
     else:
         out.append("<p>No regression is active at the newest commit.</p>")
     tally = ", ".join(f"{sum(r.status == s for r in m.current)} {s}" for s in STATUSES)
@@ -166,11 +203,11 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
             "difference of two runs. disturbed: measured while the machine canary ran slow "
             "(another job, throttling); shown, but not counted by the detection.</p>",
             *(f'<p class="canary">{escape(line)}.</p>' for line in canary_lines(report, m.name)),
-            *_series_table(m.current)]
+            *_series_table(m.current, threshold)]
     if m.stale:
         out += [f"<details><summary>{len(m.stale)} series not measured at the newest commit "
                 "(renamed or removed benchmarks, older environments)</summary>",
-                *_series_table(m.stale), "</details>"]
+                *_series_table(m.stale, threshold), "</details>"]
     out.append("</section>")
     return [line for line in out if line]
 
@@ -182,7 +219,8 @@ def render(summary: Summary) -> str:
                if regressions else "<p>No regression is active at the newest commit.</p>")
     body = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        "<title>torchpulse summary</title>", _ICON, f"<style>{_STYLE}</style></head><body>",
+        "<title>torchpulse summary</title>", _ICON,
+        f"<style>{_STYLE}{sparkline.STYLE}{_filter_style()}</style></head><body>",
         '<nav><a href="index.html">asv: benchmark grid</a>'
         '<a href="index.html#/regressions">asv: regressions</a>'
         f'<a href="{ALERTS_JSON}">alerts as JSON</a></nav>',
@@ -202,6 +240,8 @@ def render(summary: Summary) -> str:
                     "commits off the branch's first-parent history and are left out.</p>")
     if not summary.machines:
         body.append("<p>No results on this branch yet.</p>")
+    else:
+        body += [_filter(report), _LEGEND]
     for m in summary.machines:
         body += _machine(m, report)
     body.append("</body></html>")
