@@ -133,6 +133,9 @@ def test_the_machine_canary_is_timed_beside_the_suite(asv_results):
         suite = dict(zip(columns, results[sha]["results"][f"{SUITE}.time_forward"],
                          strict=False))
         assert 0 < canary["result"][0] < 1.0
-        # in name order: bench_rnns.MachineCanary before bench_rnns.VariableLengthLSTM
-        assert suite["started_at"] >= canary["started_at"] + 1000 * canary["duration"] - 1
+        # in name order within a round: bench_rnns.MachineCanary before
+        # bench_rnns.VariableLengthLSTM. started_at is the last round's start; without
+        # --interleave-rounds asv sums the rounds' durations, so the canary's start plus its
+        # duration can lie past the suite's start (this test once asserted it did not).
+        assert suite["started_at"] > canary["started_at"]
         assert canary["duration"] > 0

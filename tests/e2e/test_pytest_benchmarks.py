@@ -16,7 +16,10 @@ SUITE = ROOT / "benchmarks" / "pytest_bench"
 
 
 def _pytest(*args, tmp_path):
-    env = {**os.environ, "TORCHPULSE_PRESET": "smoke", "TORCHPULSE_DEVICE": "cpu"}
+    # the outer run's PYTEST_* variables would make the inner one a pytest-xdist worker, for
+    # which pytest-benchmark switches benchmarking off
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+           "TORCHPULSE_PRESET": "smoke", "TORCHPULSE_DEVICE": "cpu"}
     return subprocess.run(
         [sys.executable, "-m", "pytest", str(SUITE), "-q", "-p", "no:cacheprovider",
          "-o", "addopts=", *args],
