@@ -13,6 +13,7 @@ from torchpulse.analysis.detect import (
     benjamini_hochberg,
     commits_to_reach,
     find_spikes,
+    heavy_tailed,
     max_split_pvalue,
     mde_factor,
     resolution,
@@ -431,3 +432,15 @@ def test_heavy_tailed_noise_rarely_makes_a_change_point():
     found = sum(bool(analyse([Point(f"c{i}", float(v)) for i, v in enumerate(
         0.01 * np.exp(0.01 * rng.standard_t(3, 100)))]).change_points) for _ in range(series))
     assert found <= 0.025 * series
+
+
+def test_heavy_tails_are_told_from_normal_noise_and_from_counts():
+    rng = np.random.default_rng(8)
+
+    def share(draw):
+        return np.mean([heavy_tailed(x, [], spread(x)) for x in (draw() for _ in range(200))])
+
+    assert share(lambda: rng.standard_t(3, 100)) > 0.8
+    assert share(lambda: rng.normal(0, 1, 100)) < 0.1
+    # a count that moves by one unit never lies 3 deviations out
+    assert share(lambda: rng.choice([-1.0, 0.0, 1.0], 100, p=[0.2, 0.6, 0.2])) == 0.0

@@ -60,10 +60,12 @@ MDE_COMMITS_AFTER = 3
 # a change point is listed once this many commits hold the new level (and the old one, at the
 # start of a history): the commits after a step that the smallest detectable step assumes
 HELD = MDE_COMMITS_AFTER
-# listing a change point, the mean of a segment of m commits is judged with the tails of
-# Student's t with TAIL_DF * m degrees of freedom (3: the heaviest tails the shapes family
-# draws); segments of 10 commits and more are barely touched
-TAIL_DF = 3
+# a series whose runs lie beyond 3 noise deviations from their segment more often than
+# this (normal noise: 0.27 %) has heavy tails: listing its change points, the mean of a
+# segment of m commits is judged with the tails of Student's t with TAIL_DF * m degrees of
+# freedom, what a couple of odd runs can do to a short mean (10 commits: t with 10)
+HEAVY_SHARE = 0.01
+TAIL_DF = 1
 MIN_POINTS = 5  # fewer commits tell nothing about between-run noise; such series get no alert
 STABLE_COMMITS = 5  # a level held this long is a baseline; shorter segments are stepped over
 # a change is worth an alert unless it is clearly smaller than --threshold: its estimate
@@ -267,6 +269,16 @@ def residual_sd(levels: np.ndarray, bounds: Sequence[int]) -> float:
     return float(math.sqrt(np.sum(clipped**2) / dof))
 
 
+def heavy_tailed(levels: np.ndarray, bounds: Sequence[int], sigma: float) -> bool:
+    """More runs lie beyond 3 ``sigma`` of their segment's median than HEAVY_SHARE."""
+    if sigma <= 0 or len(levels) == 0:
+        return False
+    edges = [0, *bounds, len(levels)]
+    resid = np.concatenate([levels[a:b] - np.median(levels[a:b])
+                            for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a])
+    return float(np.mean(np.abs(resid) > 3.0 * sigma)) > HEAVY_SHARE
+
+
 def find_spikes(levels: np.ndarray, sigma: float) -> list[int]:
     """Commits that leave the level of both neighbours, which agree, by SPIKE_SIGMAS."""
     if sigma <= 0 or len(levels) < 3:
@@ -390,9 +402,8 @@ class _Tester:
     def pvalue(self, a: int, k: int, b: int, tails: bool = False) -> tuple[float, float]:
         """Two-sided p of a change at k between [a, k) and [k, b), adjusted for the
         b - a - 1 places a split between a and b could have gone; and its stderr. With
-        ``tails``, the shorter side's mean is given the tails of Student's t with
-        TAIL_DF degrees of freedom per commit in it: what one or two odd runs of a
-        heavy-tailed series can do to a mean of a few commits."""
+        ``tails`` (a heavy-tailed series), the shorter side's mean is given the tails of
+        Student's t with TAIL_DF degrees of freedom per commit in it."""
         se = self.sigma * math.sqrt(1.0 / (k - a) + 1.0 / (b - k))
         t = (self._mean(k, b) - self._mean(a, k)) / se
         dof = min(self.dof, TAIL_DF * min(k - a, b - k)) if tails else self.dof
@@ -499,13 +510,14 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
     else:
         tester = _Tester(levels, max(sigma, 1e-12), max(n - 1, 1))
 
+    heavy = not exact and heavy_tailed(raw, bounds, sigma)
     back = (lambda x: x) if linear else math.exp
     parts = drift.pieces(levels, bounds, sigma if sigma0 > 0 else 0.0)
     changes = []
     jumps: set[int] = set()  # where a change point starts a piece
     for left, right in zip(parts[:-1], parts[1:], strict=True):
         if not (left.line or right.line):
-            p, se = tester.pvalue(left.start, right.start, right.stop, tails=True)
+            p, se = tester.pvalue(left.start, right.start, right.stop, tails=heavy)
             if p > alpha and not exact:
                 continue  # a short excursion a few heavy-tailed runs could make
             if sigma0 == 0:
