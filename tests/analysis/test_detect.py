@@ -444,3 +444,19 @@ def test_heavy_tails_are_told_from_normal_noise_and_from_counts():
     assert share(lambda: rng.normal(0, 1, 100)) < 0.1
     # a count that moves by one unit never lies 3 deviations out
     assert share(lambda: rng.choice([-1.0, 0.0, 1.0], 100, p=[0.2, 0.6, 0.2])) == 0.0
+
+
+def test_a_clear_step_on_a_coarse_timer_is_always_listed():
+    # a 20 us timer rounded to 1 us, +20 %: the rounding can put the step in two stages
+    # (20 -> 23 -> 24 us); the short middle stage is no excursion, so the step stays listed
+    from torchpulse.analysis import shapes
+
+    rng = np.random.default_rng(17)
+    missed = 0
+    for _ in range(200):
+        truth = shapes.ShapeTruth("b", "'0'", "coarse", "step", 0.2, int(rng.integers(20, 91)))
+        drawn = shapes.draw(truth, 100, rng)
+        verdict = analyse([Point(f"c{i}", v, tuple(s)) for i, (v, s)
+                           in enumerate(zip(drawn.values, drawn.samples, strict=True))])
+        missed += not any(abs(c.index - truth.at) <= 3 for c in verdict.change_points)
+    assert missed == 0

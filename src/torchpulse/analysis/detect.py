@@ -515,9 +515,11 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
     parts = drift.pieces(levels, bounds, sigma if sigma0 > 0 else 0.0)
     changes = []
     jumps: set[int] = set()  # where a change point starts a piece
-    for left, right in zip(parts[:-1], parts[1:], strict=True):
+    for j, (left, right) in enumerate(zip(parts[:-1], parts[1:], strict=True)):
         if not (left.line or right.line):
-            p, se = tester.pvalue(left.start, right.start, right.stop, tails=heavy)
+            short = j if left.stop - left.start < right.stop - right.start else j + 1
+            p, se = tester.pvalue(left.start, right.start, right.stop,
+                                  tails=heavy and _excursion(parts, short))
             if p > alpha and not exact:
                 continue  # a short excursion a few heavy-tailed runs could make
             if sigma0 == 0:
@@ -582,6 +584,16 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
                              linear, exact=sigma0 == 0)
     return SeriesVerdict(tuple(changes), (regression,) if regression else (),
                          tuple(int(i) for i in spikes), noise, linear, drifts)
+
+
+def _excursion(parts: Sequence[drift.Piece], j: int) -> bool:
+    """Piece ``j`` could be a few odd runs rather than a level: it is at either end of the
+    history, or the level after it comes back at least half way to the level before it (a
+    step in two stages, 20 -> 23 -> 24, is no excursion)."""
+    if j == 0 or j == len(parts) - 1:
+        return True
+    before, here, after = parts[j - 1].last, parts[j].first, parts[j + 1].first
+    return abs(after - before) < abs(here - before) / 2.0
 
 
 def _relative(value: float, ref: float) -> float:
