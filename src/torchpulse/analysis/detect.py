@@ -256,11 +256,16 @@ def diff_sd(levels: np.ndarray) -> float:
     return spread(np.diff(levels)) / math.sqrt(2.0)
 
 
+def _residuals(levels: np.ndarray, bounds: Sequence[int]) -> np.ndarray:
+    """Each level less its segment's median."""
+    edges = [0, *bounds, len(levels)]
+    return np.concatenate([levels[a:b] - np.median(levels[a:b])
+                           for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a])
+
+
 def residual_sd(levels: np.ndarray, bounds: Sequence[int]) -> float:
     """Winsorised standard deviation of the residuals around each segment's median."""
-    edges = [0, *bounds, len(levels)]
-    resid = np.concatenate([levels[a:b] - np.median(levels[a:b])
-                            for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a])
+    resid = _residuals(levels, bounds)
     scale = spread(resid)
     if scale == 0.0:
         return 0.0
@@ -273,10 +278,7 @@ def heavy_tailed(levels: np.ndarray, bounds: Sequence[int], sigma: float) -> boo
     """More runs lie beyond 3 ``sigma`` of their segment's median than HEAVY_SHARE."""
     if sigma <= 0 or len(levels) == 0:
         return False
-    edges = [0, *bounds, len(levels)]
-    resid = np.concatenate([levels[a:b] - np.median(levels[a:b])
-                            for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a])
-    return float(np.mean(np.abs(resid) > 3.0 * sigma)) > HEAVY_SHARE
+    return float(np.mean(np.abs(_residuals(levels, bounds)) > 3.0 * sigma)) > HEAVY_SHARE
 
 
 def find_spikes(levels: np.ndarray, sigma: float) -> list[int]:
