@@ -484,8 +484,9 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
     floor = noise_floor(points, linear, ref, within_cv, floor)
 
     # exact: the levels never move but for steps (a deterministic metric); every move is real
-    exact = diff_sd(all_levels) == 0.0
-    sigma0 = max(diff_sd(all_levels), floor)
+    between = diff_sd(all_levels)
+    exact = between == 0.0
+    sigma0 = max(between, floor)
     if len(points) < MIN_POINTS:  # too few runs to know the between-run noise: no verdict
         noise = Noise(_relative(sigma0, ref), within_cv and _relative(within_cv, ref),
                       math.inf, False)

@@ -134,11 +134,8 @@ def run_otava(truths: list[Truth], values: dict[tuple[str, str], list[float]],
 
 def asv_values(project: Path, history: list[str]) -> dict[tuple[str, str], list[float]]:
     """asv's stored value (the median of the samples) per series and commit."""
-    from torchpulse.analysis.series import load_series
-    from torchpulse.results.gitrepo import History
-
-    series, _ = load_series(project / "results", History(history))
-    return {(s.key.benchmark, s.key.params[0]): [p.value for p in s.points] for s in series}
+    return {key: [v for v in row if v is not None]
+            for key, row in stored_values(project, history).items()}
 
 
 def stored_values(project: Path, history: list[str]

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from torchpulse.analysis import synthetic
+from torchpulse.analysis.detect import _Tester
 from torchpulse.files import write_json_atomically
 from torchpulse.results import asv_results
 
@@ -166,11 +167,7 @@ def best_split(values: Sequence[float | None]) -> int:
     locates a step more often than this does, on average, on data like these."""
     where = [i for i, v in enumerate(values) if v is not None]
     x = np.array([values[i] for i in where], dtype=float)
-    n = len(x)
-    k = np.arange(1, n)
-    cum = np.concatenate([[0.0], np.cumsum(x)])
-    gap = (cum[n] - cum[k]) / (n - k) - cum[k] / k
-    return where[int(k[np.argmax(np.abs(gap) * np.sqrt(k * (n - k) / n))])]
+    return where[_Tester(x, 1.0, 1).best_split(0, len(x))]
 
 
 def groups(truths: list[ShapeTruth]) -> Iterator[tuple[str, list[ShapeTruth]]]:

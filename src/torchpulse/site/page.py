@@ -128,7 +128,7 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
     return rows
 
 
-def _series_row(row: Row, show_env: bool, threshold: float) -> str:
+def _series_row(row: Row, show_env: bool, chart: str) -> str:
     change = row.change
     if change is None:
         change_cell = '<td class="num muted">-</td>'
@@ -148,7 +148,7 @@ def _series_row(row: Row, show_env: bool, threshold: float) -> str:
             f'data-disturbed="{len(row.checked.disturbed)}">'
             f'<td><a href="{escape(_hash_url(row.key, row.param_names))}">'
             f"{escape(row.key.benchmark)}</a></td><td>{escape(_params(row))}</td>{env}"
-            f'<td class="chart">{sparkline.render(row.checked, threshold)}</td>'
+            f'<td class="chart">{chart}</td>'
             f"{latest}{change_cell}"
             f'<td class="num">{cv}</td><td class="num">{mde}</td>'
             f'<td class="num">{row.commits}</td>'
@@ -164,21 +164,21 @@ def _described(info: dict[str, str]) -> str:
     return " · ".join(escape(x) for x in parts if x)
 
 
-def _series_table(rows: list[Row], threshold: float) -> list[str]:
+def _series_table(rows: list[Row], charts: dict[SeriesKey, str]) -> list[str]:
     show_env = len({r.key.env for r in rows}) > 1
     env_head = "<th>environment</th>" if show_env else ""
     return [f'<table class="series"><thead><tr><th>benchmark</th><th>parameters</th>{env_head}'
             f'<th title="the newest {sparkline.NEWEST} commits">recent commits</th>'
             "<th>latest</th><th>change since previous commit</th><th>noise (cv)</th>"
             "<th>smallest detectable step</th><th>commits</th><th>status</th></tr></thead>"
-            "<tbody>", *(_series_row(r, show_env, threshold) for r in rows), "</tbody></table>"]
+            "<tbody>", *(_series_row(r, show_env, charts[r.key]) for r in rows), "</tbody></table>"]
 
 
 def _machine(m: MachineSummary, report: Report) -> list[str]:
     threshold = report.threshold
     described = _described(m.info)
     names = {r.key.benchmark: r.param_names for r in m.rows}
-    charts = {r.key: sparkline.render(r.checked, threshold) for r in m.rows if r.alert}
+    charts = {r.key: sparkline.render(r.checked, threshold) for r in m.rows}
     out = [f'<section class="machine" id="machine-{escape(m.name)}">',
            f"<h2>{escape(m.name)}</h2>",
            f'<p class="muted">{described}</p>' if described else "",
@@ -203,11 +203,11 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
             "difference of two runs. disturbed: measured while the machine canary ran slow "
             "(another job, throttling); shown, but not counted by the detection.</p>",
             *(f'<p class="canary">{escape(line)}.</p>' for line in canary_lines(report, m.name)),
-            *_series_table(m.current, threshold)]
+            *_series_table(m.current, charts)]
     if m.stale:
         out += [f"<details><summary>{len(m.stale)} series not measured at the newest commit "
                 "(renamed or removed benchmarks, older environments)</summary>",
-                *_series_table(m.stale, threshold), "</details>"]
+                *_series_table(m.stale, charts), "</details>"]
     out.append("</section>")
     return [line for line in out if line]
 
