@@ -65,6 +65,16 @@ AUTOGRAD = {
 }
 
 
+# The instruction-count family (torchpulse.instructions): sized for counting, the code path a
+# regression would change rather than the arithmetic volume, since callgrind runs at a few
+# million instructions a second. Its own table: the wall-time suites' digests do not see it.
+INSTRUCTIONS = {
+    "fastrnns": {"seq_length": 16, "num_layers": 1, "input_size": 16, "hidden_size": 16,
+                 "mini_batch": 2, "image_batch": 2, "image_size": 32, "warmup": 5,
+                 "nloops": 1, "varlen_scale": 0.1, "num_threads": 1},
+    "autograd": {model: rows["smoke"] for model, rows in AUTOGRAD.items()},
+}
+
 # A workload whose definition changes what it measures gets a new revision here. The suites
 # measure a model only with a package of the same revision (torchpulse.suite, API 3) and put
 # the revision into their versions: the change starts new series, never a step. Unlisted: 1.

@@ -24,7 +24,8 @@ from torchpulse.timing import RegionClock
 # (and benchmarks/_common.py's requirement) when the suite starts calling something new.
 # 2: workload() and autograd_task() take the sizes table from the suites.
 # 3: autograd_task() takes the definition revision the suites measure (sizes.REVISIONS).
-API_VERSION = 3
+# 4: count_instructions() counts the instruction family under callgrind.
+API_VERSION = 4
 
 
 @functools.cache
@@ -156,3 +157,28 @@ def compile_zoo(models: list[str], backends: list[str]) -> dict:
     zoo = measure_zoo(models, backends, preset.name, device(), threads=preset.num_threads)
     return {"models": {key: dataclasses.asdict(t) for key, t in zoo["models"].items()},
             "failure_rate": dict(zoo["failure_rate"])}
+
+
+def count_instructions(workloads: list[str], tables: dict) -> dict:
+    """The instructions of every workload of the family (``workloads``, names of
+    torchpulse.instructions.family) at ``tables`` (sizes.INSTRUCTIONS of the working tree),
+    counted in one callgrind process (asv's setup_cache): {"counts": {name: instructions},
+    "failed": {name: error}, "unavailable": why none could be counted, or ""}.
+
+    Plain dicts, ints and strings only (asv unpickles this once per parameter). CUDA runs
+    count nothing: the family counts CPU work, and a GPU's work is invisible to callgrind."""
+    import sys
+
+    from torchpulse.instructions.count import CountingError, count
+
+    if device() != "cpu":
+        return {"counts": {}, "failed": {},
+                "unavailable": "instruction counts are taken on CPU runs only"}
+    try:
+        counted, failed = count(workloads, tables,
+                                log=lambda line: print(f"instructions: {line}",
+                                                       file=sys.stderr, flush=True))
+    except CountingError as exc:
+        return {"counts": {}, "failed": {}, "unavailable": str(exc)}
+    return {"counts": {name: c.instructions for name, c in counted.items()},
+            "failed": failed, "unavailable": ""}

@@ -57,6 +57,16 @@ def test_measured_again_already_imported_or_outside_the_window_is_not_planned():
     assert confirm.due(found, {}, commits={"c10"}) == {}
 
 
+def test_an_instruction_count_step_is_not_measured_again():
+    counts = series([1_000_000.0] * (N - 1) + [1_080_000.0],
+                    name="bench_instructions.LSTMInstructions.track_instructions")
+    counts.unit = "instructions"
+    found = report(counts)
+    assert found.checked[0].status == REGRESSION
+    assert confirm.seen_once(found.checked[0]) is None
+    assert confirm.due(found, {}) == {}
+
+
 def test_a_disturbed_newest_point_is_left_to_the_canary():
     # the newest point is left out of detection: the step then rests on nothing
     found = report(series(QUIET[:-1] + [0.015], disturbed={N - 1}))

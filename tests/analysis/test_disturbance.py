@@ -54,6 +54,18 @@ def test_a_slow_reading_marks_the_points_next_to_it():
     assert found.limits[("m", "e", CANARY)] == pytest.approx(disturbance.SLOW_RATIO)
 
 
+def test_instruction_counts_are_never_marked_disturbed():
+    readings = canary([LEVEL, LEVEL, LEVEL * 3.0, LEVEL * 3.0, LEVEL, LEVEL],
+                      [0, 100, 200, 300, 400, 500])
+    timed = workload([0.01] * 6, [50, 150, 250, 350, 450, 550])
+    counted = workload([1e6] * 6, [50, 150, 250, 350, 450, 550],
+                       name="bench_instructions.LSTMInstructions.track_instructions")
+    counted.unit = "instructions"
+    (timed_flagged, counted_flagged), found = disturbance.assess([readings, timed, counted])
+    assert any(flags(timed_flagged)) and len(found.slow) == 2
+    assert not any(flags(counted_flagged))
+
+
 def test_a_slow_earlier_round_makes_the_reading_slow():
     # two interleaved rounds: asv stores the earlier round's 10 samples, then the last
     # round's, with the last round's time only. A machine busy in the earlier round only

@@ -167,6 +167,7 @@ def test_with_suites_the_project_runs_torchpulses_own_suites_too(tmp_path):
     assert Path(package) == Path(torchpulse.__file__).parent
     assert {"bench_rnns.LSTM.time_forward", "bench_autograd.FunctionalAutograd.time_task",
             "bench_compile.CompiledModel.track_step_time", "bench_model.Example.time_forward",
+            "bench_instructions.Instructions.track_instructions",
             "_canary.MachineCanary.time_reference"} <= set(names)
     assert not any(n.startswith(("external.", "harness.")) for n in names)
     without = scaffold.files(scaffold.plan(tmp_path / "p2", str(repo)), "w.whl")

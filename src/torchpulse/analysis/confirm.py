@@ -28,6 +28,8 @@ def seen_once(checked: Checked) -> Point | None:
     import stores no job duration) cannot be measured again: None."""
     if checked.alert is None or not NAME.fullmatch(checked.series.key.benchmark):
         return None
+    if checked.series.load_independent:  # a count repeats: a second run would say the same
+        return None
     used = [p for p in checked.series.points if not p.disturbed]
     if not used or used[-1].commit != checked.alert.commit or used[-1].seconds is None:
         return None

@@ -34,6 +34,8 @@ does. The rule (docs/detection.md explains the figures behind it):
   round ran next to the same places' earlier readings of its own commit. A reading of
   another commit (the next commit's first, the previous one's last) counts with its last
   round only, the one that ran next to the point's stored job.
+* Series of counts that load cannot move (instructions: ``Series.load_independent``) are
+  never flagged: their verdicts hold on a busy machine.
 * Disturbed points stay in the series and are shown, marked; detection leaves them out. A
   disturbed commit can then neither fake a step nor hide one, and a step found after one is
   located to the range from the last undisturbed commit.
@@ -118,6 +120,9 @@ def assess(series: list[Series]) -> tuple[list[Series], Canary]:
     flagged = []
     for s in series:
         if is_canary(s):
+            continue
+        if s.load_independent:  # a busy machine runs the same instructions
+            flagged.append(s)
             continue
         readings = timeline.get(s.key.machine, [])
         starts = [r.started_ms for r in readings]

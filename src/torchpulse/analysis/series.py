@@ -14,6 +14,9 @@ from torchpulse.results import asv_results
 from torchpulse.results.gitrepo import History
 
 UNIT_BY_PREFIX = {"time_": "seconds", "mem_": "bytes", "peakmem_": "bytes"}
+# Units of counts that another job on the machine cannot move (callgrind's instructions): the
+# machine canary never marks their points disturbed.
+LOAD_INDEPENDENT_UNITS = frozenset({"instructions"})
 
 
 class SeriesError(TorchpulseError, ValueError):
@@ -39,6 +42,11 @@ class Series:
     points: list[Point] = field(default_factory=list)
     # the results files' machine and environment fields (asv's graph parameters)
     params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def load_independent(self) -> bool:
+        """Whether what else runs on the machine leaves this series' values alone."""
+        return self.unit in LOAD_INDEPENDENT_UNITS
 
 
 def _unit(name: str, declared: dict[str, str]) -> str:

@@ -1,0 +1,48 @@
+"""Instructions per call of the CPU workloads, counted under callgrind: the signal a busy
+machine does not move. One valgrind process counts every selected workload of a commit
+(asv's setup_cache); each track_instructions reads its workload's count. The regions are the
+wall-time suites' (a forward pass, a backward pass, one autograd task) at the sizes of
+sizes.INSTRUCTIONS. $TORCHPULSE_INSTRUCTIONS picks the workloads: ``core`` (default) or
+``all`` (docs/instructions.md: what each costs). CUDA runs and machines without valgrind
+skip the family, each benchmark saying why."""
+
+import os
+
+from ._common import _sizes, _suite
+from ._common import _version as _suite_version
+from ._tree import load
+
+_family = load("instructions/family.py")
+WORKLOADS = _family.selected(load("fastrnns/choices.py"), load("autograd/choices.py"),
+                             os.environ.get(_family.SELECTION_ENV))
+
+
+def _count(self):
+    if _suite is None or getattr(_suite, "API_VERSION", 0) < 4:
+        return None  # an older package: the benchmarks skip in setup
+    return _suite.count_instructions(WORKLOADS, _sizes.INSTRUCTIONS)
+
+
+_count.timeout = 3600
+
+
+class Instructions:
+    version = _suite_version(_sizes.INSTRUCTIONS)
+    params = [WORKLOADS]
+    param_names = ["workload"]
+    setup_cache = _count
+
+    def setup(self, counted, workload):
+        if counted is None:
+            raise NotImplementedError("this commit's torchpulse cannot count instructions")
+        if counted["unavailable"]:
+            raise NotImplementedError(counted["unavailable"])
+        if workload not in counted["counts"] and workload not in counted["failed"]:
+            raise NotImplementedError(f"{workload} is not in this commit's torchpulse")
+
+    def track_instructions(self, counted, workload):
+        if workload in counted["failed"]:
+            raise RuntimeError(counted["failed"][workload])
+        return counted["counts"][workload]
+
+    track_instructions.unit = "instructions"

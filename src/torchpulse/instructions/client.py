@@ -1,0 +1,100 @@
+"""Callgrind's client requests, from inside the counted process.
+
+Collection is toggled and dumped through torch's own requests (``torch._C._valgrind_toggle``
+and ``_valgrind_toggle_and_dump_stats``, what torch.utils.benchmark's callgrind uses).
+Instrumentation is switched on once, after ``import torch``: instrumented, that import costs
+44 s under callgrind instead of 12 s (docs/instructions.md). torch has no request for it, so a
+20-line C helper issuing CALLGRIND_START_INSTRUMENTATION is compiled with the system's C
+compiler and valgrind's headers into torchpulse's cache the first time it is needed; where
+either is missing the process is started instrumented instead (``needs_instr_at_start``).
+Switching instrumentation discards valgrind's translations, so it is switched once and only
+collection is toggled around each region.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+HELPER_SOURCE = """\
+#include <valgrind/callgrind.h>
+void torchpulse_start_instrumentation(void) { CALLGRIND_START_INSTRUMENTATION; }
+int torchpulse_running_on_valgrind(void) { return RUNNING_ON_VALGRIND; }
+"""
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torchpulse"
+
+
+def _helper_path() -> Path:
+    digest = hashlib.sha256(HELPER_SOURCE.encode()).hexdigest()[:12]
+    return cache_dir() / f"callgrind-helper-{digest}.so"
+
+
+@functools.cache
+def helper() -> Path | None:
+    """The compiled helper (built once into the cache; the write is atomic), or None where no
+    C compiler or no valgrind headers are found."""
+    path = _helper_path()
+    if path.exists():
+        return path
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if compiler is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+        source = Path(tmp) / "helper.c"
+        source.write_text(HELPER_SOURCE)
+        built = Path(tmp) / "helper.so"
+        done = subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(built),
+                               str(source)], capture_output=True, text=True)
+        if done.returncode != 0:  # no valgrind/callgrind.h: started instrumented instead
+            return None
+        os.replace(built, path)
+    return path
+
+
+def needs_instr_at_start() -> bool:
+    """Whether the counted process must start instrumented (no helper to switch it on)."""
+    return helper() is None
+
+
+def start_instrumentation(helper_path: str | None) -> None:
+    """Switch instrumentation on (once, after the imports); nothing when started
+    instrumented (``helper_path`` None)."""
+    if helper_path:
+        ctypes.CDLL(helper_path).torchpulse_start_instrumentation()
+
+
+class CountedRegion:
+    """A stand-in for timing.RegionClock whose regions are counted: collection is on inside
+    each ``region()`` and every region ends in a dump of its own (callgrind numbers the
+    dumps in order)."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self._torch = torch
+        self.regions = 0
+
+    def region(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def counted():
+            self._torch._C._valgrind_toggle()
+            try:
+                yield
+            finally:
+                self._torch._C._valgrind_toggle_and_dump_stats()
+                self.regions += 1
+
+        return counted()
