@@ -4,9 +4,9 @@ Collection is toggled and dumped through torch's own requests (``torch._C._valgr
 and ``_valgrind_toggle_and_dump_stats``, what torch.utils.benchmark's callgrind uses).
 Instrumentation is switched on once, after ``import torch``: instrumented, that import costs
 44 s under callgrind instead of 12 s (docs/instructions.md). torch has no request for it, so a
-20-line C helper issuing CALLGRIND_START_INSTRUMENTATION is compiled with the system's C
+two-line C helper issuing CALLGRIND_START_INSTRUMENTATION is compiled with the system's C
 compiler and valgrind's headers into torchpulse's cache the first time it is needed; where
-either is missing the process is started instrumented instead (``needs_instr_at_start``).
+either is missing the process is started instrumented instead (``helper()`` is None).
 Switching instrumentation discards valgrind's translations, so it is switched once and only
 collection is toggled around each region.
 """
@@ -25,7 +25,6 @@ from pathlib import Path
 HELPER_SOURCE = """\
 #include <valgrind/callgrind.h>
 void torchpulse_start_instrumentation(void) { CALLGRIND_START_INSTRUMENTATION; }
-int torchpulse_running_on_valgrind(void) { return RUNNING_ON_VALGRIND; }
 """
 
 
@@ -60,11 +59,6 @@ def helper() -> Path | None:
             return None
         os.replace(built, path)
     return path
-
-
-def needs_instr_at_start() -> bool:
-    """Whether the counted process must start instrumented (no helper to switch it on)."""
-    return helper() is None
 
 
 def start_instrumentation(helper_path: str | None) -> None:

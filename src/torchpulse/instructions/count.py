@@ -4,8 +4,8 @@
 under valgrind costs 12 s: once per commit, not once per workload), reads the dump of every
 counted region and gives each workload the median of its ``repeats`` counts with the
 functions of that median call. The counted process is single-threaded, with a fixed hash
-seed and the suites' allocation policy, so the same commit counts the same within 0.1 %
-(docs/instructions.md).
+seed, the suites' allocation policy and the same address-space layout every time, so two
+runs of a commit count the same to the instruction (docs/instructions.md).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchpulse import allocation
 from torchpulse.errors import TorchpulseError
 from torchpulse.instructions import callgrind, client
 
@@ -132,7 +133,7 @@ def count(workloads: Sequence[str], tables: dict, *, repeats: int = REPEATS,
         dumps_dir = out / "dumps"
         dumps_dir.mkdir()
         cmd = command(spec, manifest, dumps_dir, instr_at_start=helper is None)
-        env = {**os.environ, **ENVIRONMENT}
+        env = {**os.environ, **allocation.ENVIRONMENT, **ENVIRONMENT}
         returncode, tail = _run(cmd, env, timeout, log)
         if returncode != 0 or not manifest.exists():
             raise CountingError(f"the counted process failed (exit {returncode}): {tail}")
