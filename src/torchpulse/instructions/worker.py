@@ -1,4 +1,4 @@
-"""The process callgrind runs: builds each workload, warms it up uninstrumented-cheaply and
+"""The process callgrind runs: builds each workload, warms it up with collection off and
 counts its region ``repeats`` times, one callgrind dump per region.
 
     python -m torchpulse.instructions.worker SPEC.json MANIFEST.json
@@ -19,26 +19,28 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from torchpulse.instructions.family import split
+
 # Calls before the counted ones. Python 3.11 quickens a function after its first few calls and
 # specialises its instructions as they run: a count taken earlier includes that work.
 EXTRA_WARMUP = 3
 
 
-def _fastrnns(runner: str, region: str, table: dict) -> tuple[Callable, Callable]:
+def _fastrnns(runner: str, region: str, table: dict) -> Callable:
     from torchpulse.fastrnns.runners import RUNNERS, Workload
     from torchpulse.presets import Preset
 
     workload = Workload(RUNNERS[runner], Preset.from_sizes("instructions", table), "cpu")
     if region == "forward":
-        return (lambda clock=None: workload.forward(clock)), workload.forward
+        return lambda clock=None: workload.forward(clock)
     if region == "backward":
         if workload.runner.forward_only:
             raise ValueError(f"{runner} has no backward")
-        return (lambda clock=None: workload.step(backward_clock=clock)), workload.step
+        return lambda clock=None: workload.step(backward_clock=clock)
     raise ValueError(f"unknown region {region!r}")
 
 
-def _autograd(model: str, task: str, rows: dict) -> tuple[Callable, Callable]:
+def _autograd(model: str, task: str, rows: dict) -> Callable:
     import torch
 
     from torchpulse.autograd.models import BY_NAME, is_supported
@@ -58,23 +60,23 @@ def _autograd(model: str, task: str, rows: dict) -> tuple[Callable, Callable]:
         with clock.region():
             prepared.call()
 
-    return counted, prepared.call
+    return counted
 
 
 def build(name: str, tables: dict) -> tuple[Callable, int]:
     """(run(clock), warm-up calls) of a workload; ValueError for a name this package lacks."""
-    family, what, region = name.split("/")
+    family, what, region = split(name)
     if family in ("rnns", "cnns"):
         from torchpulse.fastrnns.runners import RUNNERS
 
         if what not in RUNNERS or RUNNERS[what].family != family:
             raise ValueError(f"runner {what!r} is not in this version of torchpulse")
-        run, _ = _fastrnns(what, region, tables["fastrnns"])
+        run = _fastrnns(what, region, tables["fastrnns"])
         return run, RUNNERS[what].settle_iterations + EXTRA_WARMUP
     if family == "autograd":
-        run, _ = _autograd(what, region, tables["autograd"])
+        run = _autograd(what, region, tables["autograd"])
         return run, 1 + EXTRA_WARMUP
-    raise ValueError(f"unknown family {family!r}")
+    raise AssertionError(family)  # split() admits no other
 
 
 def main(spec_path: str, manifest_path: str) -> int:
