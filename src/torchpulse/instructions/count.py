@@ -123,6 +123,7 @@ def count(workloads: Sequence[str], tables: dict, *, repeats: int = REPEATS,
           timeout: float | None = None, log=None) -> tuple[dict[str, Counted], dict[str, str]]:
     """Count every workload in one callgrind process: ({name: Counted}, {name: error} for the
     workloads that failed on their own). CountingError when the process fails as a whole."""
+    valgrind()  # before the helper is built (and cached) for nothing
     helper = client.helper()
     with tempfile.TemporaryDirectory(prefix="torchpulse-callgrind-") as tmp:
         out = Path(tmp)
