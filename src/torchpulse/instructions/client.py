@@ -13,6 +13,7 @@ collection is toggled around each region.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -20,7 +21,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+from torchpulse.files import write_atomically
 
 HELPER_SOURCE = """\
 #include <valgrind/callgrind.h>
@@ -38,26 +42,34 @@ def _helper_path() -> Path:
     return cache_dir() / f"callgrind-helper-{digest}.so"
 
 
+class _NoHelper(Exception):
+    pass
+
+
 @functools.cache
 def helper() -> Path | None:
-    """The compiled helper (built once into the cache; the write is atomic), or None where no
-    C compiler or no valgrind headers are found."""
+    """The compiled helper (built once into the cache, written all or nothing), or None
+    where no C compiler or no valgrind headers are found."""
     path = _helper_path()
     if path.exists():
         return path
     compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if compiler is None:
         return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "helper.c"
         source.write_text(HELPER_SOURCE)
-        built = Path(tmp) / "helper.so"
-        done = subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(built),
-                               str(source)], capture_output=True, text=True)
-        if done.returncode != 0:  # no valgrind/callgrind.h: started instrumented instead
+
+        def build(out: Path) -> None:
+            done = subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(out),
+                                   str(source)], capture_output=True, text=True)
+            if done.returncode != 0:  # no valgrind/callgrind.h: started instrumented instead
+                raise _NoHelper
+
+        try:
+            write_atomically(path, build)
+        except _NoHelper:
             return None
-        os.replace(built, path)
     return path
 
 
@@ -74,21 +86,15 @@ class CountedRegion:
     dumps in order)."""
 
     def __init__(self) -> None:
-        import torch
-
-        self._torch = torch
         self.regions = 0
 
-    def region(self):
-        import contextlib
+    @contextlib.contextmanager
+    def region(self) -> Iterator[None]:
+        import torch
 
-        @contextlib.contextmanager
-        def counted():
-            self._torch._C._valgrind_toggle()
-            try:
-                yield
-            finally:
-                self._torch._C._valgrind_toggle_and_dump_stats()
-                self.regions += 1
-
-        return counted()
+        torch._C._valgrind_toggle()
+        try:
+            yield
+        finally:
+            torch._C._valgrind_toggle_and_dump_stats()
+            self.regions += 1
