@@ -42,10 +42,6 @@ def _helper_path() -> Path:
     return cache_dir() / f"callgrind-helper-{digest}.so"
 
 
-class _NoHelper(Exception):
-    pass
-
-
 @functools.cache
 def helper() -> Path | None:
     """The compiled helper (built once into the cache, written all or nothing), or None
@@ -61,14 +57,12 @@ def helper() -> Path | None:
         source.write_text(HELPER_SOURCE)
 
         def build(out: Path) -> None:
-            done = subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(out),
-                                   str(source)], capture_output=True, text=True)
-            if done.returncode != 0:  # no valgrind/callgrind.h: started instrumented instead
-                raise _NoHelper
+            subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(out), str(source)],
+                           capture_output=True, check=True)
 
         try:
             write_atomically(path, build)
-        except _NoHelper:
+        except subprocess.CalledProcessError:  # no valgrind/callgrind.h: start instrumented
             return None
     return path
 
