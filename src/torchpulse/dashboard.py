@@ -18,6 +18,7 @@ from torchpulse.analysis import alert, ledger, remeasure, report
 from torchpulse.analysis.alert import TOO_FEW, Report
 from torchpulse.analysis.defaults import (
     DEFAULT_ALPHA,
+    DEFAULT_COUNT_THRESHOLD,
     DEFAULT_NEWEST,
     DEFAULT_NOISE_FLOOR,
     DEFAULT_THRESHOLD,
@@ -61,6 +62,7 @@ class Options:
     alpha: float = DEFAULT_ALPHA
     threshold: float = DEFAULT_THRESHOLD
     noise_floor: float = DEFAULT_NOISE_FLOOR
+    count_threshold: float = DEFAULT_COUNT_THRESHOLD
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,8 @@ def run(project: Project, options: Options, *, asv: Asv = run_asv,
     say("== regression alerts")
     found = alert.run(project, machine=options.machine, branch=options.branch,
                       since=options.since, confirmed=done, alpha=options.alpha,
-                      threshold=options.threshold, floor=options.noise_floor)
+                      threshold=options.threshold, floor=options.noise_floor,
+                      count_threshold=options.count_threshold)
     say(report.render(found, "text").rstrip("\n"))
     if options.alert_output:
         write_text_atomically(Path(options.alert_output),

@@ -8,7 +8,13 @@ import functools
 import math
 from dataclasses import dataclass
 
-from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, DEFAULT_THRESHOLD
+from torchpulse.analysis import exact
+from torchpulse.analysis.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_COUNT_THRESHOLD,
+    DEFAULT_NOISE_FLOOR,
+    DEFAULT_THRESHOLD,
+)
 from torchpulse.analysis.detect import (
     MIN_POINTS,
     ChangePoint,
@@ -21,7 +27,7 @@ from torchpulse.analysis.detect import (
 from torchpulse.analysis.disturbance import Canary, assess
 from torchpulse.analysis.ledger import DEFAULT as DEFAULT_LEDGER
 from torchpulse.analysis.ledger import Ledger, measured_again, read_ledger
-from torchpulse.analysis.series import Series, SeriesError, SeriesKey, load_series
+from torchpulse.analysis.series import COUNT, EXACT, Series, SeriesError, SeriesKey, load_series
 from torchpulse.results.gitrepo import GitError, History
 from torchpulse.results.project import Project
 
@@ -30,7 +36,7 @@ from torchpulse.results.project import Project
 REGRESSION = "regression"  # a regression is active at the newest commit
 UNSTABLE = "unstable"  # too noisy (or toggling) for the threshold: see its mde
 OK = "ok"  # enough commits, quiet enough, nothing active
-TOO_FEW = "too few commits"  # fewer than MIN_POINTS: its noise is unknown
+TOO_FEW = "too few commits"  # fewer than needed: its noise is unknown
 STATUSES = (REGRESSION, UNSTABLE, OK, TOO_FEW)
 
 
@@ -107,7 +113,8 @@ class Checked:
 
     @property
     def needed(self) -> int:
-        return MIN_POINTS
+        """Commits the series needs for a verdict: an exact counter needs no noise estimate."""
+        return needed(self.series)
 
     def status_text(self) -> str:
         """The status with what qualifies it: commits so far, the detectable step, the
@@ -117,7 +124,7 @@ class Checked:
 
     def _status_text(self) -> str:
         if self.status == TOO_FEW:
-            return f"{TOO_FEW} ({self.commits} of {MIN_POINTS})"
+            return f"{TOO_FEW} ({self.commits} of {self.needed})"
         if self.status == UNSTABLE:
             noise = self.verdict.noise
             if noise.toggling:
@@ -130,6 +137,11 @@ class Checked:
             return (f"{REGRESSION} (noisy series: the step exceeds its smallest detectable "
                     f"step {percent(self.verdict.noise.mde)})")
         return self.status
+
+
+def needed(series: Series) -> int:
+    """Commits ``series`` needs before it gets a verdict."""
+    return exact.MIN_POINTS if series.rule == EXACT else MIN_POINTS
 
 
 def percent(value: float | None, digits: int = 1) -> str:
@@ -149,6 +161,17 @@ class Report:
     off_branch_files: int
     canary: Canary = Canary()  # the machine canary's readings (none: nothing disturbed)
     history: History | None = None  # the first-parent history the series were ordered by
+    count_threshold: float = DEFAULT_COUNT_THRESHOLD  # on counted work (instructions)
+
+    def threshold_for(self, series: Series) -> float | None:
+        """The smallest change worth an alert on ``series``; None for an exact counter, on
+        which any increase is one."""
+        return threshold_for(series, self.threshold, self.count_threshold)
+
+    @property
+    def rules(self) -> set[str]:
+        """How the series checked are judged (series.TIME, COUNT, EXACT)."""
+        return {c.series.rule for c in self.checked}
 
     @property
     def series_count(self) -> int:
@@ -198,8 +221,20 @@ def _behind(series: Series, alert: Alert) -> Alert:
     return dataclasses.replace(alert, disturbed_before=between) if between else alert
 
 
-def _status(verdict: SeriesVerdict, points: int, alert: Alert | None) -> str:
-    if points < MIN_POINTS:
+def threshold_for(series: Series, threshold: float, count_threshold: float) -> float | None:
+    return {EXACT: None, COUNT: count_threshold}.get(series.rule, threshold)
+
+
+def _analyse(series: Series, alpha: float, threshold: float, count_threshold: float,
+             floor: float) -> SeriesVerdict:
+    if series.rule == EXACT:
+        return exact.analyse(series.points)
+    return analyse(series.points, alpha=alpha, threshold=threshold_for(
+        series, threshold, count_threshold), floor=floor)
+
+
+def _status(verdict: SeriesVerdict, points: int, alert: Alert | None, least: int) -> str:
+    if points < least:
         return TOO_FEW
     if alert is not None:
         return REGRESSION
@@ -210,8 +245,11 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
              threshold: float = DEFAULT_THRESHOLD, since: str | None = None,
              history_mode: bool = False, off_branch_files: int = 0,
              canary: Canary | None = None, confirmed: Ledger | None = None,
-             floor: float = DEFAULT_NOISE_FLOOR) -> Report:
-    """Run detection on every series and give each its status. Points flagged disturbed
+             floor: float = DEFAULT_NOISE_FLOOR,
+             count_threshold: float = DEFAULT_COUNT_THRESHOLD) -> Report:
+    """Run detection on every series and give each its status: a series of counted work
+    (instructions) with ``count_threshold`` for its threshold, an exact counter by
+    torchpulse.analysis.exact (any increase). Points flagged disturbed
     are left out of detection (an alert after one names the range from the last undisturbed
     commit). Active regressions pass a Benjamini-Hochberg step at false-discovery rate
     ``alpha`` over all series checked, so a tree of a thousand quiet series does not raise
@@ -226,12 +264,12 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
 
     used = [dataclasses.replace(s, points=[p for p in s.points if not p.disturbed])
             for s in series]
-    verdicts = [(s, u, analyse(u.points, alpha=alpha, threshold=threshold, floor=floor))
+    verdicts = [(s, u, _analyse(u, alpha, threshold, count_threshold, floor))
                 for s, u in zip(series, used, strict=True)]
     # the family: every series that could alert (a series without an active regression
     # counts with p = 1)
     cutoff = benjamini_hochberg([v.pvalue for _, u, v in verdicts
-                                 if len(u.points) >= MIN_POINTS], alpha)
+                                 if len(u.points) >= needed(u)], alpha)
     checked: list[Checked] = []
     alerts: list[Alert] = []
     for s, u, verdict in verdicts:
@@ -242,7 +280,8 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
                 confirmed, alert.commit, s.key.benchmark,
                 next(p.started_ms for p in s.points if p.commit == alert.commit)):
             alert = dataclasses.replace(alert, confirmed=True)
-        checked.append(Checked(s, verdict, _status(verdict, len(u.points), alert), alert))
+        checked.append(Checked(s, verdict, _status(verdict, len(u.points), alert, needed(u)),
+                               alert))
         if history_mode:
             found = [_change_alert(u, cp) for cp in verdict.change_points]
             found += [_drift_alert(u, d) for d in verdict.drifts]
@@ -251,13 +290,14 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
             alerts.append(alert)
     alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))
     return Report(alerts, checked, history_mode, alpha, threshold, off_branch_files,
-                  canary or Canary(), history)
+                  canary or Canary(), history, count_threshold)
 
 
 def run(project: Project, *, machine: str | None = None, branch: str | None = None,
         since: str | None = None, alpha: float = DEFAULT_ALPHA,
         threshold: float = DEFAULT_THRESHOLD, history_mode: bool = False,
-        confirmed: Ledger | None = None, floor: float = DEFAULT_NOISE_FLOOR) -> Report:
+        confirmed: Ledger | None = None, floor: float = DEFAULT_NOISE_FLOOR,
+        count_threshold: float = DEFAULT_COUNT_THRESHOLD) -> Report:
     """Load the series of ``project``'s results tree and evaluate them; ``confirmed`` (default:
     the project's ledger file, when there is one) says which steps were measured twice."""
     if confirmed is None:
@@ -276,4 +316,4 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
     series, canary = assess(series)
     return evaluate(series, history, alpha=alpha, threshold=threshold, since=since_sha,
                     history_mode=history_mode, off_branch_files=off_branch, canary=canary,
-                    confirmed=confirmed, floor=floor)
+                    confirmed=confirmed, floor=floor, count_threshold=count_threshold)

@@ -18,6 +18,7 @@ from torchpulse.analysis.alert import (
     Report,
     percent,
 )
+from torchpulse.analysis.series import COUNT, EXACT, INVERSE_CALLS
 from torchpulse.text import markdown_cell as _md
 from torchpulse.text import printable
 from torchpulse.text import workflow_data as _escape
@@ -37,12 +38,16 @@ def human(value: float, unit: str) -> str:
             if abs(value) >= scale:
                 return f"{value / scale:.3g} {suffix}"
         return f"{value:.0f} B"
+    if unit == INVERSE_CALLS and value > 0:  # stored inverted (lower is better): show calls
+        return f"{1.0 / value:.4g} calls captured"
     return f"{value:.4g}" + ("" if unit == "unit" else f" {unit}")
 
 
 def change(alert: Alert) -> str:
     """The change an alert reports: relative, or absolute when it rose from zero."""
-    if not alert.before:
+    if not alert.before or alert.unit == INVERSE_CALLS:
+        if alert.unit == INVERSE_CALLS and alert.before and alert.after:
+            return f"{round(1 / alert.after - 1 / alert.before):+d} calls captured"
         return f"+{human(alert.after - alert.before, alert.unit)}"
     return f"{(alert.ratio - 1) * 100:+.1f}%"
 
@@ -107,6 +112,17 @@ def repro_command(alert: Alert) -> str | None:
     bench = "^" + re.escape(name) + "$"
     return (f"torchpulse compare {alert.previous_commit[:12]} {alert.commit[:12]} --bench "
             f"{shlex.quote(bench)}")
+
+
+def thresholds_text(report: Report) -> str:
+    """'threshold 5%', with the other rules the series checked are judged by:
+    'threshold 5%, 1% on instruction counts, any increase on exact counters'."""
+    parts = [f"threshold {report.threshold * 100:g}%"]
+    if COUNT in report.rules:
+        parts.append(f"{report.count_threshold * 100:g}% on instruction counts")
+    if EXACT in report.rules:
+        parts.append("any increase on exact counters")
+    return ", ".join(parts)
 
 
 def _what(report: Report) -> str:
@@ -217,7 +233,8 @@ def to_json(report: Report) -> str:
         "within_cv": _finite(c.verdict.noise.within_cv), "mde": _finite(c.verdict.noise.mde),
         "toggling": c.verdict.noise.toggling, "reach": c.verdict.noise.reach,
         "disturbed": list(c.disturbed),
-        "status_text": c.status_text(),
+        "status_text": c.status_text(), "rule": c.series.rule,
+        "threshold": report.threshold_for(c.series),
     } for c in report.checked]
     canary = {
         "levels": [{"machine": m, "env": e, "benchmark": b, "seconds": level,
@@ -229,14 +246,16 @@ def to_json(report: Report) -> str:
         "disturbed_points": report.disturbed_points,
     }
     return json.dumps({"alerts": alerts, "series": report.series_count,
+                       "thresholds": {"time": report.threshold,
+                                      "count": report.count_threshold, "exact": None},
                        "counts": {s: report.count(s) for s in STATUSES},
                        "verdicts": verdicts, "canary": canary}, indent=2) + "\n"
 
 
 def to_text(report: Report) -> str:
     lines = [f"torchpulse alert: {len(report.alerts)} {_what(report)} in "
-             f"{report.series_count} series (alpha {report.alpha:g}, threshold "
-             f"{report.threshold * 100:g}%)"]
+             f"{report.series_count} series (alpha {report.alpha:g}, "
+             f"{thresholds_text(report)})"]
     for a in report.alerts:
         lines.append(f"  {a.direction.upper():11} {change(a):>7}  {_name(a)}  "
                      f"[{a.key.machine}/{a.key.env}]")
@@ -277,7 +296,7 @@ def to_text(report: Report) -> str:
 def to_markdown(report: Report) -> str:
     lines = [f"## torchpulse: {len(report.alerts)} {_what(report)}", "",
              f"{report.series_count} series checked; false-discovery rate {report.alpha:g}, "
-             f"practical threshold {report.threshold * 100:g}%. Status: {counts(report)}.", ""]
+             f"practical {thresholds_text(report)}. Status: {counts(report)}.", ""]
     reach = reach_text(report)
     if reach:
         lines += [f"{upper_first(reach)}.", ""]

@@ -14,9 +14,19 @@ from torchpulse.results import asv_results
 from torchpulse.results.gitrepo import History
 
 UNIT_BY_PREFIX = {"time_": "seconds", "mem_": "bytes", "peakmem_": "bytes"}
-# Units of counts that another job on the machine cannot move (callgrind's instructions): the
-# machine canary never marks their points disturbed.
-LOAD_INDEPENDENT_UNITS = frozenset({"instructions"})
+# How a series is judged, by its unit (analysis/alert.py):
+# - counted work (callgrind's instructions): nearly deterministic, judged by the detector
+#   with the smaller --count-threshold;
+# - exact counters (dynamo's graph breaks, graphs, eager frames, 1/calls captured): no noise
+#   to estimate, any increase is a regression at the commit it appears (analysis/exact.py);
+# - everything else (times, memory, ratios): the detector with --threshold.
+COUNT_UNITS = frozenset({"instructions"})
+INVERSE_CALLS = "1/calls captured"  # dynamo's calls_captured, inverted: lower is better
+EXACT_UNITS = frozenset({"graph breaks", "breaks", "graphs", "eager frames", INVERSE_CALLS})
+TIME, COUNT, EXACT = "time", "count", "exact"
+# Units that another job on the machine cannot move: the machine canary never marks their
+# points disturbed, and a step in them is not measured again to confirm it.
+LOAD_INDEPENDENT_UNITS = COUNT_UNITS | EXACT_UNITS
 
 
 class SeriesError(TorchpulseError, ValueError):
@@ -47,6 +57,11 @@ class Series:
     def load_independent(self) -> bool:
         """Whether what else runs on the machine leaves this series' values alone."""
         return self.unit in LOAD_INDEPENDENT_UNITS
+
+    @property
+    def rule(self) -> str:
+        """How its verdict is reached: TIME, COUNT or EXACT (see the units above)."""
+        return EXACT if self.unit in EXACT_UNITS else COUNT if self.unit in COUNT_UNITS else TIME
 
 
 def _unit(name: str, declared: dict[str, str]) -> str:

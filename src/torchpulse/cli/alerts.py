@@ -37,6 +37,7 @@ def cmd_alert(args: argparse.Namespace) -> int:
     found = alert.run(project(args), machine=args.machine, branch=args.branch,
                       since=args.since, alpha=args.alpha, threshold=args.threshold,
                       history_mode=args.history, floor=args.noise_floor,
+                      count_threshold=args.count_threshold,
                       confirmed=ledger.read_ledger(Path(args.confirmed))
                       if args.confirmed else None)
     write_output(report.render(found, args.format), args.output)

@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_NOISE_FLOOR, DEFAULT_THRESHOLD
+from torchpulse.analysis.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_COUNT_THRESHOLD,
+    DEFAULT_NOISE_FLOOR,
+    DEFAULT_THRESHOLD,
+)
 from torchpulse.errors import TorchpulseError
 from torchpulse.presets import PRESETS
 
@@ -153,6 +158,11 @@ def add_alert_settings(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD,
                    help="smallest change worth an alert, as a fraction (default: "
                    f"{DEFAULT_THRESHOLD}): changes clearly below it are not reported")
+    p.add_argument("--count-threshold", type=fraction, default=DEFAULT_COUNT_THRESHOLD,
+                   metavar="FRACTION", help="the same for counted work (series in unit "
+                   "'instructions'), which a busy machine does not move (default: "
+                   f"{DEFAULT_COUNT_THRESHOLD}); on exact counters (dynamo's graph breaks, "
+                   "graphs ...) any increase is a regression")
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
                    help="significance of a change point within a series, and the false-"
                    f"discovery rate across series (default: {DEFAULT_ALPHA})")

@@ -26,7 +26,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         machine=args.machine, branch=args.branch, since=args.since,
         publish=not args.no_publish, assets=args.assets, alert_format=args.format,
         alert_output=args.output, ledger=args.confirmed, alpha=args.alpha, threshold=args.threshold,
-        noise_floor=args.noise_floor)
+        noise_floor=args.noise_floor, count_threshold=args.count_threshold)
     return dashboard.run(project(args), options,
                          say=lambda line: print(line, flush=True)).exit_code
 

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from torchpulse.analysis.alert import STATUSES, Alert, Report
 from torchpulse.analysis.detect import MIN_POINTS
+from torchpulse.analysis.exact import MIN_POINTS as EXACT_POINTS
 from torchpulse.analysis.report import (
     canary_lines,
     change,
@@ -18,6 +19,7 @@ from torchpulse.analysis.report import (
     qualifiers,
     reach_text,
     repro_command,
+    thresholds_text,
     upper_first,
 )
 from torchpulse.analysis.series import SeriesKey
@@ -178,7 +180,8 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
     threshold = report.threshold
     described = _described(m.info)
     names = {r.key.benchmark: r.param_names for r in m.rows}
-    charts = {r.key: sparkline.render(r.checked, threshold) for r in m.rows}
+    charts = {r.key: sparkline.render(r.checked, report.threshold_for(r.checked.series))
+              for r in m.rows}
     out = [f'<section class="machine" id="machine-{escape(m.name)}">',
            f"<h2>{escape(m.name)}</h2>",
            f'<p class="muted">{described}</p>' if described else "",
@@ -196,9 +199,11 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
     out += ["<h3>Benchmarks</h3>",
             f'<p class="status-counts">Status of the {len(m.current)} series measured at the '
             f"newest commit: {tally}.</p>",
-            f'<p class="muted">unstable: too noisy for the {threshold * 100:g}% threshold (its '
+            f'<p class="muted">unstable: too noisy for the {threshold * 100:g}% threshold '
+            f"({report.count_threshold * 100:g}% on instruction counts; its "
             "smallest detectable step is shown). too few commits: fewer than "
-            f"{MIN_POINTS} commits, so its noise is unknown. A change since the previous "
+            f"{MIN_POINTS} commits, so its noise is unknown (an exact counter needs "
+            f"{EXACT_POINTS}: any increase in one is a regression). A change since the previous "
             f"commit is coloured when it exceeds {NOTABLE_SIGMAS:g} standard deviations of the "
             "difference of two runs. disturbed: measured while the machine canary ran slow "
             "(another job, throttling); shown, but not counted by the detection.</p>",
@@ -229,8 +234,8 @@ def render(summary: Summary) -> str:
         f"{sum(len(m.rows) for m in summary.machines)} series on {len(summary.machines)} "
         "machine(s). Alerts as "
         f"<code>torchpulse alert</code> reports them: regressions still present at the "
-        f"newest commit, false-discovery rate {report.alpha:g}, practical threshold "
-        f"{report.threshold * 100:g}%.</p>", verdict,
+        f"newest commit, false-discovery rate {report.alpha:g}, practical "
+        f"{escape(thresholds_text(report))}.</p>", verdict,
         f'<p class="status-counts">Status: {escape(counts(report))}.</p>']
     reach = reach_text(report)
     if reach:

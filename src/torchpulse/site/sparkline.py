@@ -33,8 +33,9 @@ def baseline(checked: Checked) -> float | None:
     return counted[mid] if len(counted) % 2 else (counted[mid - 1] + counted[mid]) / 2
 
 
-def render(checked: Checked, threshold: float, newest: int = NEWEST) -> str:
-    """The chart of ``checked``'s series: ``<svg class="spark">`` or '' when nothing to draw."""
+def render(checked: Checked, threshold: float | None, newest: int = NEWEST) -> str:
+    """The chart of ``checked``'s series: ``<svg class="spark">`` or '' when nothing to draw.
+    ``threshold`` None (an exact counter: any increase counts): the baseline, with no band."""
     points = checked.series.points
     first = max(0, len(points) - newest)
     shown = [(i, p) for i, p in enumerate(points) if i >= first and math.isfinite(p.value)]
@@ -42,7 +43,8 @@ def render(checked: Checked, threshold: float, newest: int = NEWEST) -> str:
         return ""
     unit = checked.series.unit
     base = baseline(checked)
-    band = (base * (1 - threshold), base * (1 + threshold)) if base is not None else None
+    band = (base * (1 - (threshold or 0.0)), base * (1 + (threshold or 0.0))
+            ) if base is not None else None
     values = [p.value for _, p in shown] + (list(band) if band else [])
     log = all(v > 0 for v in values)  # a ratio reads the same at every level
     scaled = [math.log(v) if log else v for v in values]
@@ -66,7 +68,9 @@ def render(checked: Checked, threshold: float, newest: int = NEWEST) -> str:
         top, bottom = y(band[1]), y(band[0])
         out.append(f'<rect class="band" x="{PAD}" y="{top}" width="{WIDTH - 2 * PAD}" '
                    f'height="{round(bottom - top, 1)}"><title>baseline '
-                   f'{escape(human(base, unit))}, +-{threshold * 100:g}%</title></rect>')
+                   f'{escape(human(base, unit))}, '
+                   f'{"+-" + format(threshold * 100, "g") + "%" if threshold else "any increase"}'
+                   '</title></rect>')
         out.append(f'<line class="baseline" x1="{PAD}" x2="{WIDTH - PAD}" y1="{y(base)}" '
                    f'y2="{y(base)}"/>')
     counted = [i for i, p in enumerate(points) if not p.disturbed]

@@ -1,0 +1,136 @@
+"""Each series judged by the rule of its unit: wall time by --threshold, counted instructions
+by the smaller --count-threshold, exact counters (dynamo's) by 'any increase' -- and every
+view (text, markdown, JSON, the site's summary page) saying the same."""
+
+import json
+
+import numpy as np
+import pytest
+
+from torchpulse.analysis import exact, summary, synthetic
+from torchpulse.analysis.detect import Point
+from torchpulse.cli import main
+from torchpulse.files import write_json_atomically
+from torchpulse.results import asv_results
+from torchpulse.results.project import Project
+from torchpulse.site import page
+
+COMMITS = 12
+STEP_AT = 9  # a +2 % step, held by the last three commits
+BENCHES = {  # name: unit
+    "b.Work.track_instructions": "instructions",
+    "b.Work.track_seconds": "seconds",
+    "b.Dynamo.track_graph_breaks": "graph breaks",
+    "b.Dynamo.track_calls_captured": "1/calls captured",
+}
+
+
+def _values(rng: np.random.Generator) -> dict[str, list[float]]:
+    step = [1.0 if i < STEP_AT else 1.02 for i in range(COMMITS)]
+    quiet = 1 + 0.001 * rng.standard_normal(COMMITS)  # 0.1 %: a counted region
+    return {
+        "b.Work.track_instructions": list(5e6 * quiet * step),
+        "b.Work.track_seconds": list(0.01 * quiet * step),
+        # one more graph break at the newest commit only
+        "b.Dynamo.track_graph_breaks": [1.0] * (COMMITS - 1) + [2.0],
+        # 120 calls captured, then 118 from the step on (stored inverted)
+        "b.Dynamo.track_calls_captured": [1 / 120 if i < STEP_AT else 1 / 118
+                                          for i in range(COMMITS)],
+    }
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rules")
+    shas = synthetic._git_repo(root, COMMITS)
+    (root / "asv.conf.json").write_text(json.dumps(synthetic.CONF))
+    results = root / "results"
+    write_json_atomically(results / "m" / "machine.json", {"machine": "m", "version": 1})
+    write_json_atomically(results / "benchmarks.json", {
+        **{name: {"name": name, "params": [], "param_names": [], "type": "track",
+                  "unit": unit, "version": "1"} for name, unit in BENCHES.items()},
+        "version": 2})
+    values = _values(np.random.default_rng(3))
+    for i, sha in enumerate(shas):
+        r = asv_results.new({"machine": "m"}, sha, 1_700_000_000_000 + i, "3.11", "e")
+        for name in BENCHES:
+            asv_results.add(r, name, "1", [], [values[name][i]])
+        asv_results.save(r, results, asv_results.filename("m", sha, "e"))
+    return root, shas
+
+
+def alert(root, *args):
+    return main(["alert", "--config", str(root / "asv.conf.json"), *args])
+
+
+def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
+    root, shas = project
+    assert alert(root, "--format", "json") == 1
+    data = json.loads(capsys.readouterr().out)
+    found = {a["benchmark"]: a for a in data["alerts"]}
+    # +2 %: an alert on the instruction count, not on the same step in wall time
+    assert set(found) == {"b.Work.track_instructions", "b.Dynamo.track_graph_breaks",
+                          "b.Dynamo.track_calls_captured"}
+    assert found["b.Work.track_instructions"]["commit"] == shas[STEP_AT]
+    assert found["b.Dynamo.track_graph_breaks"]["commit"] == shas[-1]
+    assert found["b.Dynamo.track_graph_breaks"]["previous_commit"] == shas[-2]
+    assert found["b.Dynamo.track_calls_captured"]["commit"] == shas[STEP_AT]
+    verdicts = {v["benchmark"]: v for v in data["verdicts"]}
+    assert {b: (v["rule"], v["threshold"]) for b, v in verdicts.items()} == {
+        "b.Work.track_instructions": ("count", 0.01), "b.Work.track_seconds": ("time", 0.05),
+        "b.Dynamo.track_graph_breaks": ("exact", None),
+        "b.Dynamo.track_calls_captured": ("exact", None)}
+    assert verdicts["b.Work.track_seconds"]["status"] == "ok"
+    assert verdicts["b.Dynamo.track_graph_breaks"]["commits_needed"] == exact.MIN_POINTS
+    assert data["thresholds"] == {"time": 0.05, "count": 0.01, "exact": None}
+
+    assert alert(root) == 1
+    text = capsys.readouterr().out
+    assert "threshold 5%, 1% on instruction counts, any increase on exact counters" in text
+    assert "120 calls captured -> 118 calls captured" in text
+    assert "-2 calls captured" in text
+    assert alert(root, "--format", "markdown") == 1
+    markdown = capsys.readouterr().out
+    assert "1% on instruction counts" in markdown and "-2 calls captured" in markdown
+
+    # the site's summary page: the same three alerts and statuses
+    built = summary.build(Project.load(root / "asv.conf.json"))
+    html = page.render(built)
+    assert "1% on instruction counts, any increase on exact counters" in html
+    assert sorted(a.key.benchmark for a in built.report.alerts) == sorted(found)
+    assert {c.series.key.benchmark: c.status for c in built.report.checked} == {
+        b: v["status"] for b, v in verdicts.items()}
+
+
+def test_count_threshold_sets_what_an_instruction_step_must_reach(project, capsys):
+    root, _ = project
+    assert alert(root, "--format", "json", "--count-threshold", "0.05") == 1
+    data = json.loads(capsys.readouterr().out)
+    assert "b.Work.track_instructions" not in {a["benchmark"] for a in data["alerts"]}
+    # a wall-time threshold of 1 % does not make the instruction rule its own
+    assert alert(root, "--format", "json", "--threshold", "0.01",
+                 "--count-threshold", "0.05") == 1
+    data = json.loads(capsys.readouterr().out)
+    assert "b.Work.track_seconds" in {a["benchmark"] for a in data["alerts"]}
+    assert "b.Work.track_instructions" not in {a["benchmark"] for a in data["alerts"]}
+
+
+@pytest.mark.parametrize("values, moves, regression", [
+    ([2, 2, 2, 2, 3], [4], (4, (4,), 2, 3)),
+    ([1, 1, 2, 2, 1, 1, 2], [2, 4, 6], (6, (6,), 1, 2)),  # back and up again: a new one
+    ([0, 0, 0, 1], [3], (3, (3,), 0, 1)),  # from zero
+    ([3, 3, 2, 2], [2], None),  # fewer: an improvement
+    ([1, 2, 3, 3], [1, 2], (1, (1, 2), 1, 3)),  # a climb: each rise a culprit
+    ([1, 3, 2, 2], [1, 2], (1, (1,), 1, 2)),  # up and part way back: still above
+    ([1, 3, 2, 4], [1, 2, 3], (3, (3,), 2, 4)),  # from the newest level below it
+    ([5, 5, 5], [], None),
+])
+def test_an_exact_counter_regresses_at_any_increase_it_still_holds(values, moves, regression):
+    verdict = exact.analyse([Point(f"c{i}", float(v)) for i, v in enumerate(values)])
+    assert [c.index for c in verdict.change_points] == moves
+    assert not verdict.noise.unstable
+    if regression is None:
+        assert verdict.active == ()
+    else:
+        (r,) = verdict.active
+        assert (r.index, r.culprits, r.before, r.after) == regression
