@@ -4,6 +4,7 @@ shared by both classes); the track_* benchmarks read its numbers. Each compile s
 empty inductor cache, so a rerun never times a warm cache. The machine canary is read around
 each model, and a model it read slow around is measured again (compile/remeasure.py)."""
 
+import math
 import os
 import sys
 
@@ -67,6 +68,29 @@ class CompiledModel:
         return self.tracked["memory_ratio"]
 
     track_memory_ratio.unit = "compiled/eager"
+
+    # dynamo's counters: exact, so any increase is a regression (torchpulse alert)
+    def track_graph_breaks(self, zoo, model, backend):
+        return self.tracked.get("graph_breaks", math.nan)  # absent: an older package
+
+    track_graph_breaks.unit = "graph breaks"
+
+    def track_unique_graphs(self, zoo, model, backend):
+        return self.tracked.get("unique_graphs", math.nan)
+
+    track_unique_graphs.unit = "graphs"
+
+    def track_calls_captured(self, zoo, model, backend):
+        """Inverted, as asv's series are lower-is-better: fewer calls captured is worse."""
+        calls = self.tracked.get("calls_captured", math.nan)
+        return 1.0 / calls if calls > 0 else math.nan
+
+    track_calls_captured.unit = "1/calls captured"
+
+    def track_eager_frames(self, zoo, model, backend):
+        return self.tracked.get("eager_frames", math.nan)
+
+    track_eager_frames.unit = "eager frames"
 
 
 class CompileZoo:

@@ -255,6 +255,10 @@ def test_bench_compile_covers_the_zoo_and_measures_it_once():
         "bench_compile.CompiledModel.track_latency_ratio",
         "bench_compile.CompiledModel.track_compile_time",
         "bench_compile.CompiledModel.track_memory_ratio",
+        "bench_compile.CompiledModel.track_graph_breaks",
+        "bench_compile.CompiledModel.track_unique_graphs",
+        "bench_compile.CompiledModel.track_calls_captured",
+        "bench_compile.CompiledModel.track_eager_frames",
         "bench_compile.CompileZoo.track_failure_rate",
         "bench_compile." + CANARY_METHOD}
     assert len({b.setup_cache_key for b in found}) == 1

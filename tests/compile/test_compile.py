@@ -498,5 +498,14 @@ def test_tracking_measures_every_model_and_backend_once():
         assert tracked.status == "pass"
         assert tracked.step_seconds > 0 and tracked.latency_ratio > 0
         assert tracked.compile_seconds >= 0
+        # dynamo's exact counters, as the harness's CSV has them
+        assert tracked.unique_graphs >= 1 and tracked.calls_captured > 0
+    mlp, control = zoo["models"][("mlp", "aot_eager")], zoo["models"][("control_flow",
+                                                                       "aot_eager")]
+    assert (mlp.graph_breaks, mlp.unique_graphs, mlp.eager_frames) == (0, 1, 0)
+    # control flow on tensor values: a graph break at the branch, and the loop after it
+    # (a break inside a loop) runs eagerly
+    assert control.graph_breaks >= 1 and control.eager_frames >= 1
+    assert control.calls_captured < mlp.calls_captured
     assert zoo["failure_rate"] == {"aot_eager": 0.0}
 

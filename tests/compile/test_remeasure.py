@@ -93,3 +93,26 @@ def test_a_canary_reading_runs_on_every_core_and_puts_the_threads_back(bench_com
     torch.set_num_threads(1)
     assert bench_compile._read_canary() > 0
     assert torch.get_num_threads() == 1
+
+
+def test_dynamos_counters_are_exact_series_stored_lower_is_better(bench_compile):
+    import math
+
+    from torchpulse.analysis.series import EXACT_UNITS
+
+    counted = {"status": "pass", "graph_breaks": 2.0, "unique_graphs": 3.0,
+               "calls_captured": 120.0, "eager_frames": 1.0}
+    zoo = {"models": {("m", "inductor"): counted,
+                      ("old", "inductor"): {"status": "pass"},  # an older package's
+                      ("failed", "inductor"): {"status": "fail_to_run",
+                                               "calls_captured": math.nan}}}
+    bench = bench_compile.CompiledModel()
+    names = ("track_graph_breaks", "track_unique_graphs", "track_calls_captured",
+             "track_eager_frames")
+    bench.setup(zoo, "m", "inductor")
+    assert [getattr(bench, n)(zoo, "m", "inductor") for n in names] == [2.0, 3.0, 1 / 120, 1.0]
+    # fewer calls captured reads as a rise, as every asv series is lower-is-better
+    assert {getattr(bench_compile.CompiledModel, n).unit for n in names} <= EXACT_UNITS
+    for model in ("old", "failed"):
+        bench.setup(zoo, model, "inductor")
+        assert all(math.isnan(getattr(bench, n)(zoo, model, "inductor")) for n in names)

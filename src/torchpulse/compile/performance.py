@@ -84,12 +84,15 @@ class EagerError(RuntimeError):
 
 
 def dynamo_counts() -> dict[str, int]:
-    """Dynamo's counters since they were last cleared, as the harness's CSV columns."""
+    """Dynamo's counters since they were last cleared, as the harness's CSV columns, and
+    the frames dynamo was handed but ran eagerly (it failed to convert them: frames total -
+    frames ok)."""
     counters = torch._dynamo.utils.counters
     return {"calls_captured": counters["stats"]["calls_captured"],
             "unique_graphs": counters["stats"]["unique_graphs"],
             "graph_breaks": sum(counters["graph_break"].values()),
-            "unique_graph_breaks": len(counters["graph_break"])}
+            "unique_graph_breaks": len(counters["graph_break"]),
+            "eager_frames": counters["frames"]["total"] - counters["frames"]["ok"]}
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from torchpulse.compile.steps import prepare
 from torchpulse.compile.zoo import ZOO
 
 NAN = math.nan
+_COUNTERS = ("graph_breaks", "unique_graphs", "calls_captured", "eager_frames")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,11 @@ class Tracked:
     latency_ratio: float = NAN  # compiled / eager, lower is better
     compile_seconds: float = NAN  # cold compile
     memory_ratio: float = NAN  # compiled / eager peak memory, lower is better
+    # dynamo's counters over the compile and warm-up (performance.dynamo_counts): exact
+    graph_breaks: float = NAN
+    unique_graphs: float = NAN
+    calls_captured: float = NAN
+    eager_frames: float = NAN
 
 
 def _one(name: str, backend: str, size: str, device: str, repeat: int,
@@ -54,9 +60,10 @@ def _one(name: str, backend: str, size: str, device: str, repeat: int,
         checked = accuracy.check(prepared, performance.compiler(backend), tol, cosine,
                                  name in cfg.non_deterministic, compiled=compiled)
     ratio = perf.compression_ratio
+    stats = {k: float(perf.dynamo_stats[k]) for k in _COUNTERS if k in perf.dynamo_stats}
     return Tracked(checked.status, perf.abs_latency_ms / 1e3, perf.latency_ratio,
                    perf.compilation_latency,
-                   1.0 / ratio if ratio else NAN)
+                   1.0 / ratio if ratio else NAN, **stats)
 
 
 def measure_zoo(models: Sequence[str], backends: Sequence[str], size: str, device: str,
