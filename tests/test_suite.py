@@ -364,3 +364,36 @@ def test_a_model_is_measured_only_at_the_definition_revision_the_suites_measure(
     assert module.FunctionalAutogradAllTasks.version != plain
     assert module.FunctionalAutograd.version == module._suite_version(
         {m: sizes.AUTOGRAD[m] for m in module._models(module._choices.FAST_TASKS)})
+
+
+def test_count_instructions_hands_asv_counts_and_stores_the_commits_profile(monkeypatch,
+                                                                             tmp_path):
+    import pickle
+    import pickletools
+
+    from torchpulse.instructions import count, profiles
+
+    sha = "c" * 40
+    monkeypatch.setenv("ASV_COMMIT", sha)
+    monkeypatch.setenv("ASV_ENV_NAME", "env")
+    monkeypatch.setenv("ASV_CONF_DIR", str(tmp_path))
+    monkeypatch.delenv(profiles.FOLDER_ENV, raising=False)
+    counted = {"rnns/py/forward": count.Counted("rnns/py/forward", 900, [900, 901, 899],
+                                                {"f": 600, "g": 200})}
+    monkeypatch.setattr(count, "count", lambda workloads, tables, log: (
+        counted, {"rnns/nope/forward": "no such runner"}))
+    got = suite.count_instructions(["rnns/py/forward", "rnns/nope/forward"],
+                                   sizes.INSTRUCTIONS)
+    assert got == {"counts": {"rnns/py/forward": 900},
+                   "failed": {"rnns/nope/forward": "no such runner"}, "unavailable": ""}
+    opcodes = {op.name for op, _, _ in pickletools.genops(pickle.dumps(got))}
+    assert not opcodes & {"GLOBAL", "STACK_GLOBAL", "REDUCE"}
+    assert profiles.read(tmp_path / ".asv" / "profiles", sha, "env") == {
+        "rnns/py/forward": {"f": 600, "g": 200}}
+
+    def fails(workloads, tables, log):
+        raise count.CountingError("valgrind is not installed")
+
+    monkeypatch.setattr(count, "count", fails)
+    assert suite.count_instructions(["rnns/py/forward"], sizes.INSTRUCTIONS) == {
+        "counts": {}, "failed": {}, "unavailable": "valgrind is not installed"}

@@ -169,6 +169,7 @@ def count_instructions(workloads: list[str], tables: dict) -> dict:
     count nothing: the family counts CPU work, and a GPU's work is invisible to callgrind."""
     import sys
 
+    from torchpulse.instructions import profiles
     from torchpulse.instructions.count import CountingError, count
 
     if device() != "cpu":
@@ -180,5 +181,9 @@ def count_instructions(workloads: list[str], tables: dict) -> dict:
                                                        file=sys.stderr, flush=True))
     except CountingError as exc:
         return {"counts": {}, "failed": {}, "unavailable": str(exc)}
+    stored = profiles.write_from_asv({name: c.functions for name, c in counted.items()},
+                                     {name: c.instructions for name, c in counted.items()})
+    if stored is not None:
+        print(f"instructions: function profiles stored in {stored}", file=sys.stderr)
     return {"counts": {name: c.instructions for name, c in counted.items()},
             "failed": failed, "unavailable": ""}

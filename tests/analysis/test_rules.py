@@ -11,12 +11,16 @@ from torchpulse.analysis import exact, summary, synthetic
 from torchpulse.analysis.detect import Point
 from torchpulse.cli import main
 from torchpulse.files import write_json_atomically
+from torchpulse.instructions import profiles
 from torchpulse.results import asv_results
 from torchpulse.results.project import Project
 from torchpulse.site import page
 
 COMMITS = 12
 STEP_AT = 9  # a +2 % step, held by the last three commits
+WORKLOAD = "'rnns/py/forward'"  # the instruction series' parameter, as asv stores it
+# a function name as hostile as a C++ symbol can be: markup, a table's bar, a newline
+HOSTILE = "at::native::<script>alert(1)</script>|x\nfoo"
 BENCHES = {  # name: unit
     "b.Work.track_instructions": "instructions",
     "b.Work.track_seconds": "seconds",
@@ -47,16 +51,29 @@ def project(tmp_path_factory):
     results = root / "results"
     write_json_atomically(results / "m" / "machine.json", {"machine": "m", "version": 1})
     write_json_atomically(results / "benchmarks.json", {
-        **{name: {"name": name, "params": [], "param_names": [], "type": "track",
+        **{name: {"name": name, "params": _params(name), "param_names": ["workload"]
+                  if _params(name) else [], "type": "track",
                   "unit": unit, "version": "1"} for name, unit in BENCHES.items()},
         "version": 2})
     values = _values(np.random.default_rng(3))
     for i, sha in enumerate(shas):
         r = asv_results.new({"machine": "m"}, sha, 1_700_000_000_000 + i, "3.11", "e")
         for name in BENCHES:
-            asv_results.add(r, name, "1", [], [values[name][i]])
+            asv_results.add(r, name, "1", _params(name), [values[name][i]])
         asv_results.save(r, results, asv_results.filename("m", sha, "e"))
+    # the function profiles of the step's two commits (as the suite stores them)
+    where = root / profiles.DEFAULT_FOLDER
+    common = {"PyEval_EvalFrameDefault": 2_000_000, "at::native::lstm_cell": 1_500_000}
+    for sha, extra in ((shas[STEP_AT - 1], {}),
+                       (shas[STEP_AT], {HOSTILE: 60_000, "torch::grow": 40_000})):
+        workloads = {"rnns/py/forward": {**common, **extra}}
+        profiles.write(profiles.path(where, sha, "e"), sha, "e", workloads,
+                       {"rnns/py/forward": 5_000_000})
     return root, shas
+
+
+def _params(name: str) -> list[list[str]]:
+    return [[WORKLOAD]] if name == "b.Work.track_instructions" else []
 
 
 def alert(root, *args):
@@ -89,14 +106,34 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     assert "threshold 5%, 1% on instruction counts, any increase on exact counters" in text
     assert "120 calls captured -> 118 calls captured" in text
     assert "-2 calls captured" in text
+    # the functions behind the instruction step, largest growth first, names made printable
+    grew = text.split("functions that grew most (own instructions a call):\n")[1]
+    first, second = grew.splitlines()[:2]
+    assert first.split() == ["+60,000", "at::native::<script>alert(1)</script>|x\\nfoo",
+                             "(0", "->", "60,000)"]
+    assert second.split()[:2] == ["+40,000", "torch::grow"]
+    assert "PyEval_EvalFrameDefault" not in grew.split("measure it again")[0]
+    functions = found["b.Work.track_instructions"]["functions"]
+    assert functions == [
+        {"name": HOSTILE.replace("\n", "\\n"), "before": 0, "after": 60_000,
+         "change": 60_000},
+        {"name": "torch::grow", "before": 0, "after": 40_000, "change": 40_000}]
+    assert found["b.Dynamo.track_graph_breaks"]["functions"] == []
     assert alert(root, "--format", "markdown") == 1
     markdown = capsys.readouterr().out
     assert "1% on instruction counts" in markdown and "-2 calls captured" in markdown
+    assert "| torch::grow | 0 | 40,000 | +40,000 |" in markdown
+    assert "<script>" not in markdown and "&lt;/script&gt;\\|x" in markdown
+    assert alert(root, "--format", "github") == 1
+    github = capsys.readouterr().out
+    assert "grew most: " in github and "\nfoo" not in github
 
     # the site's summary page: the same three alerts and statuses
     built = summary.build(Project.load(root / "asv.conf.json"))
     html = page.render(built)
     assert "1% on instruction counts, any increase on exact counters" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<code>+40,000  torch::grow (0 -&gt; 40,000)</code>" in html
     assert sorted(a.key.benchmark for a in built.report.alerts) == sorted(found)
     assert {c.series.key.benchmark: c.status for c in built.report.checked} == {
         b: v["status"] for b, v in verdicts.items()}

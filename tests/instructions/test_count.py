@@ -8,7 +8,10 @@ import sys
 import pytest
 
 from torchpulse import sizes
-from torchpulse.instructions import callgrind, count
+from torchpulse.instructions import callgrind, count, profiles
+
+# bytes of one workload's stored profile (top 200 functions, gzip): docs/instructions.md
+PROFILE_BUDGET = 16_000
 
 
 def test_dumps_are_read_in_the_order_written_and_the_exit_dump_is_left_out(tmp_path):
@@ -42,7 +45,7 @@ HOG = ("import os, time\nos.nice(19)\nend = time.time() + 600\n"
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (callgrind)")
-def test_two_processes_count_the_same_and_a_busy_core_changes_nothing():
+def test_two_processes_count_the_same_and_a_busy_core_changes_nothing(tmp_path):
     # one cheap workload (importing torch under valgrind is most of the cost) and one that
     # this torchpulse lacks, which fails alone
     workloads = ["rnns/py/forward", "rnns/nope/forward"]
@@ -60,3 +63,13 @@ def test_two_processes_count_the_same_and_a_busy_core_changes_nothing():
     assert busy["rnns/py/forward"].counts == counted.counts  # to the instruction
     assert sum(counted.functions.values()) <= counted.instructions
     assert any("libtorch" in f for f in counted.functions)
+    # identical counts, identical profiles: nothing grew between the two runs
+    assert busy["rnns/py/forward"].functions == counted.functions
+    assert profiles.differences(counted.functions, busy["rnns/py/forward"].functions) == ()
+    # the profile stored per commit stays small: the top functions, compressed
+    sha = "a" * 40
+    target = profiles.path(tmp_path, sha, "env")
+    profiles.write(target, sha, "env", {"rnns/py/forward": counted.functions},
+                   {"rnns/py/forward": counted.instructions})
+    assert target.stat().st_size <= PROFILE_BUDGET
+    assert profiles.read(tmp_path, sha, "env") == {"rnns/py/forward": counted.functions}

@@ -3,10 +3,12 @@ series, and the alerts (value objects the report formats render)."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from torchpulse.analysis import exact
 from torchpulse.analysis.defaults import (
@@ -27,7 +29,17 @@ from torchpulse.analysis.detect import (
 from torchpulse.analysis.disturbance import Canary, assess
 from torchpulse.analysis.ledger import DEFAULT as DEFAULT_LEDGER
 from torchpulse.analysis.ledger import Ledger, measured_again, read_ledger
-from torchpulse.analysis.series import COUNT, EXACT, Series, SeriesError, SeriesKey, load_series
+from torchpulse.analysis.series import (
+    COUNT,
+    COUNT_UNITS,
+    EXACT,
+    Series,
+    SeriesError,
+    SeriesKey,
+    load_series,
+)
+from torchpulse.instructions import profiles
+from torchpulse.instructions.profiles import FunctionChange
 from torchpulse.results.gitrepo import GitError, History
 from torchpulse.results.project import Project
 
@@ -63,6 +75,9 @@ class Alert:
     # rather than at one of them (torchpulse.analysis.drift)
     drifts: tuple[tuple[str, str], ...] = ()
     through: str = ""  # the newest commit the rise spans, when a drift ends after the culprits
+    # on an instruction series: the functions whose own instructions grew most from
+    # ``previous_commit`` to ``commit`` (stored profiles, torchpulse.instructions.profiles)
+    functions: tuple[FunctionChange, ...] = ()
 
     @property
     def last(self) -> str:
@@ -314,6 +329,46 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
                               "history of the branch")
     series, off_branch = load_series(project.results_dir, history, machine)
     series, canary = assess(series)
-    return evaluate(series, history, alpha=alpha, threshold=threshold, since=since_sha,
-                    history_mode=history_mode, off_branch_files=off_branch, canary=canary,
-                    confirmed=confirmed, floor=floor, count_threshold=count_threshold)
+    report = evaluate(series, history, alpha=alpha, threshold=threshold, since=since_sha,
+                      history_mode=history_mode, off_branch_files=off_branch, canary=canary,
+                      confirmed=confirmed, floor=floor, count_threshold=count_threshold)
+    return with_functions(report, profiles.folder(project.root))
+
+
+def _workload(key: SeriesKey) -> str | None:
+    """The workload an instruction series counts: its one parameter, asv's repr string."""
+    if len(key.params) != 1:
+        return None
+    try:
+        value = ast.literal_eval(key.params[0])
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def with_functions(report: Report, where: Path) -> Report:
+    """``report`` with each alert on an instruction series naming the functions that grew
+    most between the profiles stored in ``where`` for its previous commit and its commit
+    (none where either profile is missing)."""
+    cache: dict[tuple[str, str], dict | None] = {}
+
+    def profile(commit: str, env: str) -> dict | None:
+        if (commit, env) not in cache:
+            cache[(commit, env)] = profiles.read(where, commit, env)
+        return cache[(commit, env)]
+
+    def attach(alert: Alert | None) -> Alert | None:
+        if alert is None or alert.unit not in COUNT_UNITS:
+            return alert
+        workload = _workload(alert.key)
+        before = profile(alert.previous_commit, alert.key.env)
+        after = profile(alert.commit, alert.key.env)
+        if workload is None or not before or not after or workload not in before \
+                or workload not in after:
+            return alert
+        found = profiles.differences(before[workload], after[workload])
+        return dataclasses.replace(alert, functions=found) if found else alert
+
+    return dataclasses.replace(
+        report, alerts=[attach(a) for a in report.alerts],
+        checked=[dataclasses.replace(c, alert=attach(c.alert)) for c in report.checked])

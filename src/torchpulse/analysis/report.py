@@ -57,6 +57,17 @@ def drift_text(alert: Alert) -> str:
     return ", ".join(f"drift over {a[:8]}..{b[:8]}" for a, b in alert.drifts)
 
 
+def function_lines(alert: Alert, width: int = 100) -> list[str]:
+    """The functions that grew most in the step, one line each: '+41,200  name (1,200 ->
+    42,400)'; names longer than ``width`` are cut (C++ templates run to pages)."""
+    return [f"{f.change:+,}  {_cut(f.name, width)} ({f.before:,} -> {f.after:,})"
+            for f in alert.functions]
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def _p(alert: Alert) -> str:
     return "n/a" if alert.pvalue is None else f"{alert.pvalue:.2g}"
 
@@ -224,6 +235,8 @@ def to_json(report: Report) -> str:
         "bisect": bisect_command(report, a),
         "repro": repro_command(a),
         "drifts": [{"first": first, "last": last} for first, last in a.drifts],
+        "functions": [{"name": f.name, "before": f.before, "after": f.after,
+                       "change": f.change} for f in a.functions],
     } for a in report.alerts]
     verdicts = [{
         "benchmark": c.series.key.benchmark, "params": list(c.series.key.params),
@@ -266,6 +279,9 @@ def to_text(report: Report) -> str:
                      f"{culprits}")
         if a.drifts:
             lines.append(f"              a slow drift, not a step: {drift_text(a)}")
+        if a.functions:
+            lines.append("              functions that grew most (own instructions a call):")
+            lines += [f"                {line}" for line in function_lines(a)]
         if a.noisy:
             lines.append("              on a noisy series: the step clearly exceeds its noise")
         if a.confirmed:
@@ -318,6 +334,12 @@ def to_markdown(report: Report) -> str:
                          f"{culprits} |")
         lines.append("")
         for a in alerts:
+            if a.functions:
+                lines += [f"Functions of {_md(_name(a))} that grew most (own instructions a "
+                          "call):", "", "| function | before | after | change |",
+                          "|---|---:|---:|---:|",
+                          *(f"| {_md(_cut(f.name, 200))} | {f.before:,} | {f.after:,} | "
+                            f"{f.change:+,} |" for f in a.functions), ""]
             command = repro_command(a)
             if command:
                 lines += [f"To measure {_md(_name(a))} again: {_md(command)}", ""]
@@ -351,6 +373,9 @@ def to_github(report: Report) -> str:
                      + (f" or at {', '.join(c[:12] for c in a.disturbed_before)} (measured on "
                         "a disturbed machine)" if a.disturbed_before else "")
                      + (f" ({_escape(drift_text(a))})" if a.drifts else "")
+                     + (f"; grew most: {_escape(_cut(a.functions[0].name, 100))} "
+                        f"({a.functions[0].change:+,} instructions a call)"
+                        if a.functions else "")
                      + f" (p={_p(a)}{', measured twice' if a.confirmed else ''})"
                      + (f"; measure it again: {_escape(repro_command(a))}"
                         if repro_command(a) else ""))

@@ -15,6 +15,7 @@ from torchpulse.analysis.report import (
     canary_lines,
     change,
     counts,
+    function_lines,
     human,
     qualifiers,
     reach_text,
@@ -123,7 +124,12 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
             + (f"; {', '.join(_commit(c) for c in a.disturbed_before)} between, measured on a "
                "disturbed machine" if a.disturbed_before else "")
             + (f'<br>measure it again: <code class="repro">{escape(repro_command(a))}</code>'
-               if repro_command(a) else "") + "</td>"
+               if repro_command(a) else "")
+            + ('<details class="functions"><summary>functions that grew most (own '
+               "instructions a call)</summary><ul>"
+               + "".join(f"<li><code>{escape(line)}</code></li>"
+                         for line in function_lines(a, 200)) + "</ul></details>"
+               if a.functions else "") + "</td>"
             f'<td class="num">{escape(human(a.before, a.unit))}</td>'
             f'<td class="num">{escape(human(a.after, a.unit))}</td>'
             f'<td class="num">{"n/a" if a.pvalue is None else f"{a.pvalue:.2g}"}</td></tr>')

@@ -1,0 +1,121 @@
+"""Per-commit function profiles of the instruction family, and what changed between two.
+
+When the family is counted for a commit (asv's setup_cache, torchpulse.suite), the top
+functions of each workload's median call, by own instructions, are stored in one
+gzip-compressed JSON file per (commit, asv environment):
+``<project>/.asv/profiles/<commit>-<env>.json.gz`` (``$TORCHPULSE_PROFILES`` names another
+folder). The alert reads the two files of a step -- the commit before it and the commit at
+it -- and names the functions whose instructions grew most (``differences``).
+
+Beside asv's results, never in them: asv's files hold numbers only, and asv reads every
+``*.json`` under its results folder. A profile is derived data: deleting one loses the
+function list of that commit's alerts, nothing else. Standard library only (the alert
+imports it).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchpulse.files import write_atomically
+
+FOLDER_ENV = "TORCHPULSE_PROFILES"
+DEFAULT_FOLDER = Path(".asv") / "profiles"
+FORMAT = 1
+SHOWN = 5  # functions an alert lists
+_SHA = re.compile(r"[0-9a-f]{40}")
+_ENV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
+
+
+@dataclass(frozen=True)
+class FunctionChange:
+    """One function's own instructions per call of a workload's region, before and after."""
+
+    name: str
+    before: int
+    after: int
+
+    @property
+    def change(self) -> int:
+        return self.after - self.before
+
+
+def folder(root: Path) -> Path:
+    """Where the profiles of the project at ``root`` are."""
+    named = os.environ.get(FOLDER_ENV)
+    return Path(named) if named else root / DEFAULT_FOLDER
+
+
+def path(where: Path, commit: str, env: str) -> Path | None:
+    """The file of ``commit`` measured in asv environment ``env``; None for a name that is
+    not a full sha or not a plain environment name (nothing is written or read for it)."""
+    if not _SHA.fullmatch(commit) or not _ENV.fullmatch(env):
+        return None
+    return where / f"{commit}-{env}.json.gz"
+
+
+def write(target: Path, commit: str, env: str, workloads: Mapping[str, Mapping[str, int]],
+          instructions: Mapping[str, int]) -> None:
+    """Store each workload's functions (name: own instructions per call) and its total, all
+    or nothing."""
+    data = {"format": FORMAT, "commit": commit, "env": env,
+            "workloads": {name: {"instructions": int(instructions[name]),
+                                 "functions": {f: int(n) for f, n in functions.items()}}
+                          for name, functions in sorted(workloads.items())}}
+    payload = gzip.compress(json.dumps(data, separators=(",", ":")).encode(), mtime=0)
+    write_atomically(target, lambda tmp: tmp.write_bytes(payload))
+
+
+def write_from_asv(workloads: Mapping[str, Mapping[str, int]],
+                   instructions: Mapping[str, int]) -> Path | None:
+    """In asv's benchmark process: store the profiles of the commit asv installed
+    ($ASV_COMMIT, $ASV_ENV_NAME) in the folder of the project asv runs from ($ASV_CONF_DIR).
+    None (nothing written) outside such a run."""
+    commit, env = os.environ.get("ASV_COMMIT", ""), os.environ.get("ASV_ENV_NAME", "")
+    root = os.environ.get("ASV_CONF_DIR")
+    target = path(folder(Path(root)), commit, env) if root or os.environ.get(FOLDER_ENV) \
+        else None
+    if target is None or not workloads:
+        return None
+    write(target, commit, env, workloads, instructions)
+    return target
+
+
+def read(where: Path, commit: str, env: str) -> dict[str, dict[str, int]] | None:
+    """{workload: {function: own instructions}} of ``commit`` in ``env``, or None when
+    there is no readable profile of that commit (not counted, deleted, or damaged: a profile
+    is derived data, and its absence only leaves an alert without its function list)."""
+    target = path(where, commit, env)
+    if target is None:
+        return None
+    try:
+        data = json.loads(gzip.decompress(target.read_bytes()))
+        workloads = data["workloads"]
+        return {str(name): {_printable(str(f)): int(n) for f, n in entry["functions"].items()}
+                for name, entry in workloads.items()}
+    except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError,
+            gzip.BadGzipFile, RecursionError):
+        return None
+
+
+def _printable(name: str) -> str:
+    """A symbol name with its control characters (a newline among them) as visible escapes:
+    it goes to terminals, markdown tables and workflow logs as one line."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
+
+
+def differences(before: Mapping[str, int], after: Mapping[str, int],
+                shown: int = SHOWN) -> tuple[FunctionChange, ...]:
+    """The ``shown`` functions whose own instructions grew most from ``before`` to
+    ``after`` (a function absent from one side's top list counts 0 there), largest first;
+    those that did not grow are left out."""
+    changes = [FunctionChange(name, before.get(name, 0), after.get(name, 0))
+               for name in set(before) | set(after)]
+    grew = sorted((c for c in changes if c.change > 0), key=lambda c: (-c.change, c.name))
+    return tuple(grew[:shown])

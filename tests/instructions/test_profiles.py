@@ -1,0 +1,77 @@
+"""Function profiles per commit: stored all or nothing beside asv's results, read back (or
+not at all when damaged), and the functions that grew between two."""
+
+import gzip
+
+import pytest
+
+from torchpulse.instructions import profiles
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_a_profile_is_read_back_as_written(tmp_path):
+    target = profiles.path(tmp_path, SHA, "virtualenv-py3.11-torch2.13.0")
+    workloads = {"rnns/py/forward": {"f": 10, "g": 3}, "autograd/ppl_simple_reg/vjp": {}}
+    profiles.write(target, SHA, "virtualenv-py3.11-torch2.13.0", workloads,
+                   {"rnns/py/forward": 100, "autograd/ppl_simple_reg/vjp": 50})
+    assert target.name == f"{SHA}-virtualenv-py3.11-torch2.13.0.json.gz"
+    assert gzip.decompress(target.read_bytes()).startswith(b"{")
+    assert profiles.read(tmp_path, SHA, "virtualenv-py3.11-torch2.13.0") == workloads
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]  # no temporary left
+    assert profiles.read(tmp_path, "f" * 40, "virtualenv-py3.11-torch2.13.0") is None
+
+
+@pytest.mark.parametrize("commit, env", [
+    ("abc", "e"),  # not a full sha
+    (SHA.upper(), "e"),
+    (SHA, "../../etc"),  # a path out of the folder
+    (SHA, "a/b"),
+    (SHA, ""),
+    (SHA, ".hidden"),
+])
+def test_names_that_are_not_a_sha_and_a_plain_environment_have_no_file(tmp_path, commit, env):
+    assert profiles.path(tmp_path, commit, env) is None
+    assert profiles.read(tmp_path, commit, env) is None
+
+
+@pytest.mark.parametrize("content", [
+    b"", b"not gzip", gzip.compress(b"[1, 2]"), gzip.compress(b'{"workloads": 3}'),
+    gzip.compress(b'{"workloads": {"w": {"functions": {"f": "x"}}}}'),
+    gzip.compress(b"{" * 100_000),
+])
+def test_a_damaged_profile_reads_as_none(tmp_path, content):
+    (tmp_path / f"{SHA}-e.json.gz").write_bytes(content)
+    assert profiles.read(tmp_path, SHA, "e") is None
+
+
+def test_control_characters_in_a_symbol_are_shown_as_escapes(tmp_path):
+    profiles.write(profiles.path(tmp_path, SHA, "e"), SHA, "e",
+                   {"w": {"f\nfake line\x1b[31m": 5}}, {"w": 5})
+    assert profiles.read(tmp_path, SHA, "e") == {"w": {"f\\nfake line\\x1b[31m": 5}}
+
+
+def test_the_functions_that_grew_most_come_first_and_the_rest_are_left_out():
+    before = {"same": 100, "grew": 10, "shrank": 50, "gone": 7}
+    after = {"same": 100, "grew": 40, "shrank": 20, "new": 25, "new2": 25}
+    found = profiles.differences(before, after, shown=3)
+    assert [(f.name, f.before, f.after, f.change) for f in found] == [
+        ("grew", 10, 40, 30), ("new", 0, 25, 25), ("new2", 0, 25, 25)]
+    assert profiles.differences(after, after) == ()
+
+
+def test_asvs_benchmark_process_stores_the_commit_it_installed(tmp_path, monkeypatch):
+    for name in ("ASV_COMMIT", "ASV_ENV_NAME", "ASV_CONF_DIR", profiles.FOLDER_ENV):
+        monkeypatch.delenv(name, raising=False)
+    workloads, totals = {"w": {"f": 1}}, {"w": 1}
+    assert profiles.write_from_asv(workloads, totals) is None  # not in an asv run
+    monkeypatch.setenv("ASV_COMMIT", SHA)
+    monkeypatch.setenv("ASV_ENV_NAME", "env-1")
+    monkeypatch.setenv("ASV_CONF_DIR", str(tmp_path))
+    stored = profiles.write_from_asv(workloads, totals)
+    assert stored == tmp_path / ".asv" / "profiles" / f"{SHA}-env-1.json.gz"
+    assert profiles.read(profiles.folder(tmp_path), SHA, "env-1") == workloads
+    monkeypatch.setenv(profiles.FOLDER_ENV, str(tmp_path / "elsewhere"))
+    assert profiles.write_from_asv(workloads, totals).parent == tmp_path / "elsewhere"
+    monkeypatch.setenv("ASV_ENV_NAME", "../up")
+    assert profiles.write_from_asv(workloads, totals) is None
