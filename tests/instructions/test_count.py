@@ -11,7 +11,7 @@ from torchpulse import sizes
 from torchpulse.instructions import callgrind, count, profiles
 
 # bytes of one workload's stored profile (top 200 functions, gzip): docs/instructions.md
-PROFILE_BUDGET = 16_000
+PROFILE_BUDGET = 8_000
 
 
 def test_dumps_are_read_in_the_order_written_and_the_exit_dump_is_left_out(tmp_path):

@@ -61,7 +61,12 @@ class Series:
     @property
     def rule(self) -> str:
         """How its verdict is reached: TIME, COUNT or EXACT (see the units above)."""
-        return EXACT if self.unit in EXACT_UNITS else COUNT if self.unit in COUNT_UNITS else TIME
+        return rule_of(self.unit)
+
+
+def rule_of(unit: str) -> str:
+    """TIME, COUNT or EXACT: how a series in ``unit`` is judged."""
+    return EXACT if unit in EXACT_UNITS else COUNT if unit in COUNT_UNITS else TIME
 
 
 def _unit(name: str, declared: dict[str, str]) -> str:

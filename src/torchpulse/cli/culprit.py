@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from torchpulse.analysis.defaults import FORMATS, MIN_ROUNDS
+from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, FORMATS, MIN_ROUNDS
 from torchpulse.cli.args import (
     EXIT_FAILED,
     EXIT_OK,
@@ -84,7 +84,8 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
     note("compare", f"{head[:12]} against {base[:12]}, interleaved, up to {args.max_runs} runs "
          "of each (asv builds each commit on its first run)")
     result = compare(runs, base, head, threshold=args.threshold, alpha=args.alpha,
-                     max_rounds=args.max_runs, progress=lambda line: note("compare", line))
+                     max_rounds=args.max_runs, progress=lambda line: note("compare", line),
+                     count_threshold=args.count_threshold)
     write_output(render_comparison(result, args.format), args.output)
     if args.output and args.format != "text":
         write_output(render_comparison(result, "text"), None)
@@ -118,7 +119,8 @@ def _bisect(args: argparse.Namespace, workdir: Path) -> int:
 
     result = bisect(runs, good, candidates, args.bench, threshold=args.threshold,
                     alpha=args.alpha, max_rounds=args.max_runs,
-                    progress=lambda line: note("bisect", line), on_probe=filed)
+                    progress=lambda line: note("bisect", line), on_probe=filed,
+                    count_threshold=args.count_threshold)
     subjects = {c: gitrepo.subject(repo, c) for c in result.suspects}
     write_output(bisection_text(result, subjects), None)
     return EXIT_OK if result.found else EXIT_FAILED
@@ -128,6 +130,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD, metavar="FRACTION",
                    help=f"smallest change that matters, 0.05 or 5%% (default: "
                    f"{DEFAULT_THRESHOLD * 100:g}%%)")
+    p.add_argument("--count-threshold", type=fraction, default=DEFAULT_COUNT_THRESHOLD,
+                   metavar="FRACTION", help="the same for instruction counts, which repeat "
+                   "from run to run and so are decided from one run of each commit (default: "
+                   f"{DEFAULT_COUNT_THRESHOLD * 100:g}%%); on dynamo's exact counters any "
+                   "change counts")
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
                    help=f"chance of a wrong decision, per benchmark (default: {DEFAULT_ALPHA})")
     p.add_argument("--max-runs", type=positive_int, default=DEFAULT_MAX_RUNS, metavar="N",

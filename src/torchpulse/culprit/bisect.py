@@ -26,7 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from torchpulse.analysis import sequential
+from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD
 from torchpulse.analysis.sequential import BAD, GOOD, UNDECIDED, Interval
+from torchpulse.analysis.series import COUNT, EXACT, TIME
+from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError
 
 _ORDERS = list(itertools.permutations(range(3)))  # GOOD, probe, BAD in every order in turn
@@ -93,14 +96,20 @@ def _value(run: Run, key: str) -> float:
 
 def _baseline(measure: Measure, good: str, bad: str, key: str, threshold: float,
               alpha: float, max_rounds: int, fixed: int | None,
-              progress: Callable[[str], None] | None) -> tuple[Interval, str, list[float]]:
+              progress: Callable[[str], None] | None,
+              first: float) -> tuple[Interval, str, list[float]]:
+    """GOOD against BAD in rounds until the step is established; ``first``: the first
+    round's BAD - GOOD, measured already."""
     diffs: list[float] = []
     schedule = {fixed} if fixed else set(sequential.looks(max_rounds))
     level = alpha / len(schedule)
     for r in range(1, (fixed or max_rounds) + 1):
-        pair = (good, bad) if r % 2 else (bad, good)
-        got = {c: measure(c, [key]) for c in pair}
-        diffs.append(_value(got[bad], key) - _value(got[good], key))
+        if r == 1:
+            diffs.append(first)
+        else:
+            pair = (good, bad) if r % 2 else (bad, good)
+            got = {c: measure(c, [key]) for c in pair}
+            diffs.append(_value(got[bad], key) - _value(got[good], key))
         if r not in schedule:
             continue
         iv = sequential.interval(diffs, level)
@@ -159,9 +168,12 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
            threshold: float = 0.05, alpha: float = 0.05, max_rounds: int = 20,
            fixed_rounds: int | None = None,
            progress: Callable[[str], None] | None = None,
-           on_probe: Callable[[Probe], None] | None = None) -> Bisection:
+           on_probe: Callable[[Probe], None] | None = None,
+           count_threshold: float = DEFAULT_COUNT_THRESHOLD) -> Bisection:
     """Search ``candidates`` (the first-parent commits after ``good``, oldest first, the
-    last one BAD) for the first whose ``key`` is on BAD's side."""
+    last one BAD) for the first whose ``key`` is on BAD's side. A counted ``key``
+    (instructions, judged by ``count_threshold``) or an exact counter is decided from one
+    run of each commit (torchpulse.culprit.counted)."""
     if not candidates:
         raise RunError("GOOD and BAD are the same commit: nothing to bisect")
     bad = candidates[-1]
@@ -169,8 +181,14 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
     if progress:
         progress(f"{len(candidates)} commit(s) after GOOD; about "
                  f"{expected_probes(len(candidates))} probe(s); measuring GOOD against BAD")
+    first = {c: measure(c, [key]) for c in (good, bad)}
+    ends = _value(first[good], key), _value(first[bad], key)
+    which = counted.rule(first[bad].unit(key) or first[good].unit(key))
+    if which != TIME and fixed_rounds is None:
+        return _bisect_counted(measure, good, candidates, key, ends, which,
+                               count_threshold if which == COUNT else 0.0, progress, on_probe)
     baseline, step, diffs = _baseline(measure, good, bad, key, threshold, budget, max_rounds,
-                                      fixed_rounds, progress)
+                                      fixed_rounds, progress, ends[1] - ends[0])
     pool = sequential.Pool().add(diffs, factor=2.0)  # BAD - GOOD: two runs' variance
     steps = [d * (1.0 if step == sequential.SLOWER else -1.0) for d in diffs]
     low, high = -1, len(candidates) - 1
@@ -186,6 +204,48 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
         probe, diffs = _probe(measure, good, bad, candidates[mid], mid, key, sign, budget,
                               max_rounds, fixed_rounds, pool, steps)
         pool = pool.add(diffs, factor=1.5)
+        probes.append(probe)
+        if on_probe:
+            on_probe(probe)
+        if progress:
+            progress(describe(probe, len(candidates)))
+        if probe.decision == UNDECIDED:
+            break
+        if probe.decision == GOOD:
+            low = mid
+        else:
+            high = mid
+    return Bisection(good, bad, key, list(candidates), baseline, step, probes, low, high)
+
+
+def _bisect_counted(measure: Measure, good: str, candidates: Sequence[str], key: str,
+                    ends: tuple[float, float], which: str, threshold: float,
+                    progress: Callable[[str], None] | None,
+                    on_probe: Callable[[Probe], None] | None) -> Bisection:
+    """Binary search on a metric that repeats: GOOD and BAD measured once (``ends``, log
+    values), each probe once, on the side of the midpoint it lies."""
+    bad = candidates[-1]
+    diff = ends[1] - ends[0]
+    baseline = counted.interval(diff, which)
+    step = counted.decide(diff, which, threshold)
+    low, high = -1, len(candidates) - 1
+    probes: list[Probe] = []
+    if step == sequential.EQUIVALENT:
+        said = "differs in nothing" if which == EXACT else f"is within {threshold:.0%}"
+        return Bisection(good, bad, key, list(candidates), baseline,
+                         f"no step: BAD {said} of GOOD (one run each: the metric repeats)",
+                         probes, low, high)
+    if progress:
+        progress(f"BAD is {step} than GOOD: {baseline.ratio - 1:+.2%} (counted: one run a "
+                 "commit decides)")
+    sign = 1.0 if step == sequential.SLOWER else -1.0
+    while high - low > 1:
+        mid = (low + high) // 2
+        run = measure(candidates[mid], [key])
+        value = _value(run, key)
+        x = sign * (value - (ends[0] + ends[1]) / 2)
+        probe = Probe(candidates[mid], mid, counted.side(value, *ends),
+                      counted.interval(x, which), 1, [run])
         probes.append(probe)
         if on_probe:
             on_probe(probe)

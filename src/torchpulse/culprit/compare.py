@@ -15,7 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from torchpulse.analysis import sequential
+from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD
 from torchpulse.analysis.sequential import UNDECIDED, Interval
+from torchpulse.analysis.series import COUNT, TIME
+from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError
 
 NOT_COMPARED = "not compared"
@@ -43,6 +46,7 @@ class Comparison:
     max_rounds: int
     outcomes: list[Outcome]
     runs: int  # processes started, both commits
+    count_threshold: float = DEFAULT_COUNT_THRESHOLD  # on instruction counts
 
     @property
     def slower(self) -> list[Outcome]:
@@ -59,7 +63,11 @@ def _median(values: list[float]) -> float | None:
 
 def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
             alpha: float = 0.05, max_rounds: int = 20,
-            progress: Callable[[str], None] | None = None) -> Comparison:
+            progress: Callable[[str], None] | None = None,
+            count_threshold: float = DEFAULT_COUNT_THRESHOLD) -> Comparison:
+    """Compare HEAD with BASE, benchmark by benchmark: a timed one in interleaved rounds
+    until the sequential test decides (``threshold``); a counted one (instructions,
+    ``count_threshold``) or an exact counter from the first round's one run a side."""
     schedule = set(sequential.looks(max_rounds))
     level = sequential.per_look_alpha(alpha, max_rounds)
     diffs: dict[str, list[float]] = {}
@@ -92,6 +100,12 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
                                   _median(seen[k]["head"]), f"{role} run {r}: {why}")
                 continue
             diffs[k].append(math.log(b) - math.log(a))
+            which = counted.rule(got["head"].unit(k) or got["base"].unit(k))
+            if which != TIME:  # it repeats: a second run a side adds nothing
+                d = diffs[k][0]
+                done[k] = Outcome(k, counted.decide(d, which, count_threshold if which == COUNT
+                                                    else 0.0),
+                                  counted.interval(d, which), r, a, b)
         pending = [k for k in pending if k not in done]
         if r in schedule:
             for k in pending:
@@ -109,4 +123,4 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
         if not pending:
             break
     return Comparison(base, head, threshold, alpha, max_rounds,
-                      [done[k] for k in sorted(done)], runs)
+                      [done[k] for k in sorted(done)], runs, count_threshold)

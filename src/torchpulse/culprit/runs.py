@@ -48,6 +48,11 @@ class Run:
     values: dict[str, float]
     samples: dict[str, list[float]] = field(default_factory=dict)
     file: Path | None = None  # the asv results file, kept as .../<machine>/<file name>
+    units: dict[str, str] = field(default_factory=dict)  # benchmark name: its unit
+
+    def unit(self, key: str) -> str | None:
+        """The unit of benchmark ``key`` (``name`` or ``name(p1, p2)``), when declared."""
+        return self.units.get(key.split("(", 1)[0])
 
     @property
     def relative(self) -> str:
@@ -147,7 +152,11 @@ class AsvRuns:
         if not files:
             raise RunError(f"asv measured nothing at {sha[:12]} for --bench {bench!r} (no "
                            "results file)", log=self.workdir / "asv.log")
-        run = Run(sha, {}, {})
+        from torchpulse.analysis.series import declared_benchmarks
+
+        units = {name: str(b.get("unit") or "unit")
+                 for name, b in declared_benchmarks(self.results_dir).items()}
+        run = Run(sha, {}, {}, units=units)
         for path in files:
             self.count += 1
             # <machine>/<file> kept as the last two parts: asv's Results takes its name

@@ -1,0 +1,53 @@
+"""Decisions from one run a side, for metrics that repeat: instruction counts and exact
+counters (analysis/series.py: the COUNT and EXACT rules).
+
+A run of a commit counts the same instructions as the next run of it (docs/instructions.md:
+identical across processes, busy machine or not), and dynamo's counters are exact. Repeating
+such a run adds nothing, so ``compare`` decides them after its first round and ``bisect``
+measures GOOD, BAD and each probe once: a bisection over 32 commits costs 2 + 5 runs. A
+counted metric is read to its resolution (RESOLUTION: how far apart runs of one commit may
+be); the interval shown is the difference plus and minus it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from torchpulse.analysis import sequential
+from torchpulse.analysis.sequential import Interval
+from torchpulse.analysis.series import COUNT, EXACT, TIME, rule_of
+
+# how far two runs of one commit may be apart, as a fraction: instruction counts repeat to
+# the instruction (docs/instructions.md); 0.1 % is the determinism the family is held to
+RESOLUTION = {COUNT: 0.001, EXACT: 0.0}
+
+
+def rule(unit: str | None) -> str:
+    """TIME (needs repeated runs), COUNT or EXACT (one run a side decides)."""
+    return rule_of(unit) if unit else TIME
+
+
+def interval(diff: float, which: str) -> Interval:
+    """One run a side's evidence, log(B / A), with the metric's resolution either side."""
+    r = math.log1p(RESOLUTION[which])
+    return Interval(1, diff, diff - r, diff + r, 1.0)
+
+
+def decide(diff: float, which: str, threshold: float) -> str:
+    """Slower, faster or equivalent, from one run a side: an exact counter changes with any
+    difference; a count when the difference reaches ``threshold``."""
+    bound = 0.0 if which == EXACT else math.log1p(threshold)
+    if which == EXACT and diff == 0.0:
+        return sequential.EQUIVALENT
+    if diff >= bound and diff > 0:
+        return sequential.SLOWER
+    if diff <= -bound and diff < 0:
+        return sequential.FASTER
+    return sequential.EQUIVALENT
+
+
+def side(value: float, good: float, bad: float) -> str:
+    """Where a probe's log ``value`` lies between GOOD's and BAD's: nearer BAD is bad,
+    nearer GOOD good, exactly between them undecided (a step in two equal parts)."""
+    x = (value - (good + bad) / 2) * (1.0 if bad > good else -1.0)
+    return sequential.BAD if x > 0 else sequential.GOOD if x < 0 else sequential.UNDECIDED
