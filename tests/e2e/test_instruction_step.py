@@ -1,0 +1,167 @@
+"""The instruction family's end-to-end proof: a commit that adds a little work to a model's
+forward (a finiteness check of the py LSTM's final state, about +3 % instructions).
+
+Both versions of torchpulse are counted for real under callgrind (the changed one from a
+patched copy of the package) and timed for real; their numbers fill a 33-commit history
+whose commit 20 is the change. The alert names that commit on the instruction series, with
+the functions that grew; the same workload's wall time, measured one call a commit as a
+quick CI run would, is not alerted; bisect finds the commit in at most 7 runs."""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from torchpulse import sizes
+from torchpulse.analysis import synthetic
+from torchpulse.cli import main
+from torchpulse.culprit.bisect import bisect
+from torchpulse.culprit.runs import Run
+from torchpulse.files import write_json_atomically
+from torchpulse.instructions import count, profiles
+from torchpulse.results import asv_results
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("valgrind") is None,
+                                 reason="needs valgrind (callgrind)")]
+
+WORKLOAD = "rnns/py/forward"
+COUNTED = "bench_instructions.Instructions.track_instructions"
+TIMED = "bench_rnns.LSTM.time_forward"
+COMMITS, STEP = 33, 20
+ORIGINAL = """        hy, cy = lstm_cell(inputs[seq_idx], (hy, cy), wih, whh, bih, bhh)
+        outputs += [hy]
+    return torch.stack(outputs), (hy.unsqueeze(0), cy.unsqueeze(0))
+"""
+CHANGED = """        hy, cy = lstm_cell(inputs[seq_idx], (hy, cy), wih, whh, bih, bhh)
+        outputs += [hy]
+    for state in (hy, cy):  # the planted extra work
+        if not torch.isfinite(state).all():
+            raise ValueError("the LSTM's state is not finite")
+    return torch.stack(outputs), (hy.unsqueeze(0), cy.unsqueeze(0))
+"""
+# one forward call timed per commit after a warm-up, in one process per version
+TIMING = """
+import json, sys, time
+from torchpulse import sizes
+from torchpulse.fastrnns.runners import RUNNERS, Workload
+from torchpulse.presets import Preset
+import torch
+torch.set_num_threads(1)
+w = Workload(RUNNERS["py"], Preset.from_sizes("instructions", sizes.INSTRUCTIONS["fastrnns"]),
+             "cpu")
+for _ in range(20):
+    w.forward()
+times = []
+for _ in range(int(sys.argv[1])):
+    start = time.perf_counter()
+    w.forward()
+    times.append(time.perf_counter() - start)
+print(json.dumps(times))
+"""
+
+
+def _changed_package(root):
+    """A copy of the installed torchpulse with the planted change, importable first."""
+    import torchpulse
+
+    copy = root / "changed"
+    shutil.copytree(os.path.dirname(torchpulse.__file__), copy / "torchpulse")
+    lstm = copy / "torchpulse" / "models" / "lstm.py"
+    source = lstm.read_text()
+    assert source.count(ORIGINAL) == 1, "models/lstm.py changed: update the planted change"
+    lstm.write_text(source.replace(ORIGINAL, CHANGED))
+    return copy
+
+
+def _measure(pythonpath, timings):
+    """The counted workload and ``timings`` single-call wall times of one version."""
+    env = dict(os.environ, PYTHONPATH=str(pythonpath)) if pythonpath else dict(os.environ)
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)  # count() starts its valgrind process with this environment
+    try:
+        counted, failed = count.count([WORKLOAD], sizes.INSTRUCTIONS, repeats=3)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert not failed, failed
+    proc = subprocess.run([sys.executable, "-c", TIMING, str(timings)], env=env,
+                          capture_output=True, text=True, check=True)
+    return counted[WORKLOAD], json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    root = tmp_path_factory.mktemp("instruction-step")
+    before, before_times = _measure(None, STEP)
+    after, after_times = _measure(_changed_package(root), COMMITS - STEP)
+    project = root / "project"
+    shas = synthetic._git_repo(project, COMMITS)
+    (project / "asv.conf.json").write_text(json.dumps(synthetic.CONF))
+    results = project / "results"
+    write_json_atomically(results / "m" / "machine.json", {"machine": "m", "version": 1})
+    write_json_atomically(results / "benchmarks.json", {
+        COUNTED: {"name": COUNTED, "params": [[repr(WORKLOAD)]], "param_names": ["workload"],
+                  "type": "track", "unit": "instructions", "version": "1"},
+        TIMED: {"name": TIMED, "params": [["'py'"]], "param_names": ["runner"],
+                "type": "time", "unit": "seconds", "version": "1"},
+        "version": 2})
+    for i, sha in enumerate(shas):
+        version, times = (before, before_times) if i < STEP else (after, after_times)
+        r = asv_results.new({"machine": "m"}, sha, 1_700_000_000_000 + i, "3.11", "e")
+        # the three calls' counts in turn: commit to commit, counts move by about as much
+        asv_results.add(r, COUNTED, "1", [[repr(WORKLOAD)]],
+                        [version.counts[i % len(version.counts)]])
+        asv_results.add(r, TIMED, "1", [["'py'"]], [times[i if i < STEP else i - STEP]])
+        asv_results.save(r, results, asv_results.filename("m", sha, "e"))
+    where = project / profiles.DEFAULT_FOLDER
+    for sha, version in ((shas[STEP - 1], before), (shas[STEP], after)):
+        profiles.write(profiles.path(where, sha, "e"), sha, "e", {WORKLOAD: version.functions},
+                       {WORKLOAD: version.instructions})
+    return project, shas, before, after, before_times, after_times
+
+
+def test_the_alert_names_the_commit_on_instructions_with_the_functions_that_grew(history,
+                                                                                 capsys):
+    project, shas, before, after, before_times, after_times = history
+    step = after.instructions / before.instructions
+    assert 1.01 < step < 1.05  # a little extra work: +1-5 %
+    code = main(["alert", "--config", str(project / "asv.conf.json"), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    found = {a["benchmark"]: a for a in data["alerts"]}
+    counted = found[COUNTED]
+    assert counted["commit"] == shas[STEP] and counted["previous_commit"] == shas[STEP - 1]
+    assert counted["ratio"] == pytest.approx(step, rel=0.005)
+    grew = profiles.differences(before.functions, after.functions)
+    assert [f["name"] for f in counted["functions"]] == [f.name for f in grew]
+    assert counted["functions"] and all(f["change"] > 0 for f in counted["functions"])
+    # the wall time of the same forward, one call a commit: no alert at the change
+    assert TIMED not in found, (found[TIMED], statistics.median(after_times)
+                                / statistics.median(before_times))
+    verdicts = {v["benchmark"]: v for v in data["verdicts"]}
+    assert verdicts[TIMED]["status"] in ("ok", "unstable")
+    print(f"instructions {before.instructions:,} -> {after.instructions:,} ({step - 1:+.2%}); "
+          f"wall time median {statistics.median(before_times) * 1e3:.3f} -> "
+          f"{statistics.median(after_times) * 1e3:.3f} ms, status "
+          f"{verdicts[TIMED]['status_text']}", file=sys.stderr)
+
+
+def test_bisect_finds_the_commit_from_one_run_a_commit(history):
+    project, shas, before, after, _, _ = history
+    runs = []
+
+    def measure(commit, keys=None):  # counts repeat: a commit's count is its version's
+        runs.append(commit)
+        value = (after if shas.index(commit) >= STEP else before).instructions
+        return Run(commit, {f"{COUNTED}('{WORKLOAD}')": value},
+                   units={COUNTED: "instructions"})
+
+    result = bisect(measure, shas[0], shas[1:], f"{COUNTED}('{WORKLOAD}')")
+    assert result.found == shas[STEP]
+    assert len(runs) <= 7
