@@ -191,31 +191,47 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
                                       fixed_rounds, progress, ends[1] - ends[0])
     pool = sequential.Pool().add(diffs, factor=2.0)  # BAD - GOOD: two runs' variance
     steps = [d * (1.0 if step == sequential.SLOWER else -1.0) for d in diffs]
-    low, high = -1, len(candidates) - 1
-    probes: list[Probe] = []
     if step not in (sequential.SLOWER, sequential.FASTER):
-        return Bisection(good, bad, key, list(candidates), baseline, step, probes, low, high)
+        return Bisection(good, bad, key, list(candidates), baseline, step, [], -1,
+                         len(candidates) - 1)
     if progress:
         progress(f"BAD is {step} than GOOD: {baseline.ratio - 1:+.1%} "
                  f"[{baseline.ratio_low - 1:+.1%}, {baseline.ratio_high - 1:+.1%}]")
     sign = 1.0 if step == sequential.SLOWER else -1.0
-    while high - low > 1:
-        mid = (low + high) // 2
+
+    def probe_at(mid: int) -> Probe:
+        nonlocal pool
         probe, diffs = _probe(measure, good, bad, candidates[mid], mid, key, sign, budget,
                               max_rounds, fixed_rounds, pool, steps)
         pool = pool.add(diffs, factor=1.5)
+        return probe
+
+    probes, low, high = _search(len(candidates), probe_at, progress, on_probe)
+    return Bisection(good, bad, key, list(candidates), baseline, step, probes, low, high)
+
+
+def _search(candidates: int, probe_at: Callable[[int], Probe],
+            progress: Callable[[str], None] | None,
+            on_probe: Callable[[Probe], None] | None) -> tuple[list[Probe], int, int]:
+    """The binary search itself: (probes, last known good, first known bad), stopping at
+    the first undecided probe."""
+    low, high = -1, candidates - 1
+    probes: list[Probe] = []
+    while high - low > 1:
+        mid = (low + high) // 2
+        probe = probe_at(mid)
         probes.append(probe)
         if on_probe:
             on_probe(probe)
         if progress:
-            progress(describe(probe, len(candidates)))
+            progress(describe(probe, candidates))
         if probe.decision == UNDECIDED:
             break
         if probe.decision == GOOD:
             low = mid
         else:
             high = mid
-    return Bisection(good, bad, key, list(candidates), baseline, step, probes, low, high)
+    return probes, low, high
 
 
 def _bisect_counted(measure: Measure, good: str, candidates: Sequence[str], key: str,
@@ -228,35 +244,24 @@ def _bisect_counted(measure: Measure, good: str, candidates: Sequence[str], key:
     diff = ends[1] - ends[0]
     baseline = counted.interval(diff, which)
     step = counted.decide(diff, which, threshold)
-    low, high = -1, len(candidates) - 1
-    probes: list[Probe] = []
     if step == sequential.EQUIVALENT:
         said = "differs in nothing" if which == EXACT else f"is within {threshold:.0%}"
         return Bisection(good, bad, key, list(candidates), baseline,
                          f"no step: BAD {said} of GOOD (one run each: the metric repeats)",
-                         probes, low, high)
+                         [], -1, len(candidates) - 1)
     if progress:
         progress(f"BAD is {step} than GOOD: {baseline.ratio - 1:+.2%} (counted: one run a "
                  "commit decides)")
     sign = 1.0 if step == sequential.SLOWER else -1.0
-    while high - low > 1:
-        mid = (low + high) // 2
+
+    def probe_at(mid: int) -> Probe:
         run = measure(candidates[mid], [key])
         value = _value(run, key)
         x = sign * (value - (ends[0] + ends[1]) / 2)
-        probe = Probe(candidates[mid], mid, counted.side(value, *ends),
-                      counted.interval(x, which), 1, [run])
-        probes.append(probe)
-        if on_probe:
-            on_probe(probe)
-        if progress:
-            progress(describe(probe, len(candidates)))
-        if probe.decision == UNDECIDED:
-            break
-        if probe.decision == GOOD:
-            low = mid
-        else:
-            high = mid
+        return Probe(candidates[mid], mid, counted.side(value, *ends),
+                     counted.interval(x, which), 1, [run])
+
+    probes, low, high = _search(len(candidates), probe_at, progress, on_probe)
     return Bisection(good, bad, key, list(candidates), baseline, step, probes, low, high)
 
 
