@@ -134,6 +134,7 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     assert "1% on instruction counts, any increase on exact counters" in html
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "<code>+40,000  torch::grow (0 -&gt; 40,000)</code>" in html
+    assert "1 series count instructions under callgrind (CPU workloads, a 1% step" in html
     assert sorted(a.key.benchmark for a in built.report.alerts) == sorted(found)
     assert {c.series.key.benchmark: c.status for c in built.report.checked} == {
         b: v["status"] for b, v in verdicts.items()}

@@ -124,6 +124,9 @@ def test_page_shows_machine_alerts_and_rows(project):
     assert f'id="machine-{synthetic.MACHINE}"' in page
     assert "3 active regression(s)" in page
     assert "2 series not measured at the newest commit" in page  # Noise.time_cv3 x 2
+    # the site says why a machine has no instruction counts
+    assert "No instruction counts at the newest commit: CUDA runs, machines without " \
+           "valgrind and the compile zoo are not counted" in page
     assert history[-1][:8] in page
     assert "http://" not in page and "https://" not in page and "<script" not in page
 

@@ -23,7 +23,7 @@ from torchpulse.analysis.report import (
     thresholds_text,
     upper_first,
 )
-from torchpulse.analysis.series import SeriesKey
+from torchpulse.analysis.series import COUNT_UNITS, SeriesKey
 from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 from torchpulse.site import sparkline
 
@@ -182,6 +182,17 @@ def _series_table(rows: list[Row], charts: dict[SeriesKey, str]) -> list[str]:
             "<tbody>", *(_series_row(r, show_env, charts[r.key]) for r in rows), "</tbody></table>"]
 
 
+def _counted_text(m: MachineSummary, threshold: float) -> str:
+    """What the instruction family holds for this machine, or why it holds nothing."""
+    counted = sum(r.checked.series.unit in COUNT_UNITS for r in m.current)
+    if counted:
+        return (f"{counted} series count instructions under callgrind (CPU workloads, a "
+                f"{threshold * 100:g}% step is worth an alert; the compile zoo is not "
+                "counted).")
+    return ("No instruction counts at the newest commit: CUDA runs, machines without "
+            "valgrind and the compile zoo are not counted (docs/instructions.md).")
+
+
 def _machine(m: MachineSummary, report: Report) -> list[str]:
     threshold = report.threshold
     described = _described(m.info)
@@ -193,6 +204,7 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
            f'<p class="muted">{described}</p>' if described else "",
            f"<p>{len(m.current)} series measured at the newest commit, "
            f"{_commit(m.newest_commit)}.</p>",
+           f'<p class="muted instructions">{_counted_text(m, report.count_threshold)}</p>',
            "<h3>Alerts</h3>"]
     if m.alerts:
         out += ['<table class="alerts"><thead><tr><th>change</th><th>benchmark</th>'
