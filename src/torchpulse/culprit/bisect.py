@@ -245,7 +245,7 @@ def _bisect_counted(measure: Measure, good: str, candidates: Sequence[str], key:
     baseline = counted.interval(diff, which)
     step = counted.decide(diff, which, threshold)
     if step == sequential.EQUIVALENT:
-        said = "differs in nothing" if which == EXACT else f"is within {threshold:.0%}"
+        said = "differs in nothing" if which == EXACT else f"is within {threshold * 100:g}%"
         return Bisection(good, bad, key, list(candidates), baseline,
                          f"no step: BAD {said} of GOOD (one run each: the metric repeats)",
                          [], -1, len(candidates) - 1)

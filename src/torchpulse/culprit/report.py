@@ -40,7 +40,7 @@ def _headline(c: Comparison) -> str:
         NOT_COMPARED)}
     said = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
     return (f"{c.head[:12]} against {c.base[:12]}: {said} (threshold {c.threshold:.0%}, "
-            f"{c.count_threshold:.0%} on instruction counts, "
+            f"{c.count_threshold * 100:g}% on instruction counts, "
             f"alpha {c.alpha:g}, {c.runs} runs)")
 
 
