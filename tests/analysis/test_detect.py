@@ -460,3 +460,51 @@ def test_a_clear_step_on_a_coarse_timer_is_always_listed():
                            in enumerate(zip(drawn.values, drawn.samples, strict=True))])
         missed += not any(abs(c.index - truth.at) <= 3 for c in verdict.change_points)
     assert missed == 0
+
+
+def test_run_levels_are_each_points_level_and_spread_computed_at_once():
+    """The vectorised path gives the per-point methods' numbers exactly, for series of equal
+    sample counts, mixed counts, no samples, zeros (linear) and unusable samples."""
+    from torchpulse.analysis.detect import run_levels
+
+    rng = np.random.default_rng(5)
+    series = []
+    for _ in range(40):
+        n = int(rng.integers(0, 30))
+        pts = []
+        for i in range(n):
+            k = int(rng.choice([0, 1, 3, 10, 10, 10]))
+            samples = list(np.exp(rng.normal(0, rng.choice([0.001, 0.05, 1.0]), k)))
+            if k and rng.random() < 0.1:
+                samples[0] = rng.choice([0.0, float("nan"), float("inf")])
+            if k and rng.random() < 0.1:  # ties: a coarse timer
+                samples = [round(s, 1) for s in samples]
+            pts.append(Point(f"c{i}", float(np.median(samples)) if k else 1.0 + i,
+                             tuple(samples)))
+        series.append(pts)
+    for pts in series:
+        for linear in (False, True):
+            if not linear and any(p.value <= 0 for p in pts):
+                continue
+            levels, spreads = run_levels(pts, linear)
+            np.testing.assert_array_equal(levels, [p.level(linear) for p in pts])
+            expected = [p.within_cv(linear) for p in pts]
+            assert [None if np.isnan(s) else s for s in spreads.tolist()] == expected
+
+
+def test_the_running_median_winsorises_as_one_median_a_commit():
+    from torchpulse.analysis.detect import winsorise_running
+
+    def reference(levels, cut, news):
+        n, out = len(levels), levels.copy()
+        for i in range(max(n - news, 0)):
+            centre = float(np.median(levels[max(0, i - 2):min(n, i + 3)]))
+            out[i] = min(max(levels[i], centre - cut), centre + cut)
+        return out
+
+    rng = np.random.default_rng(9)
+    for n in range(0, 25):
+        for news in (0, 1, 2, 3):
+            x = rng.standard_normal(n) * rng.choice([0.01, 1.0, 10.0])
+            cut = float(rng.uniform(0.0, 2.0))
+            assert winsorise_running(x, cut, news).tolist() == reference(x, cut, news).tolist()

@@ -235,6 +235,52 @@ def spread(x: np.ndarray) -> float:
     return rms if rms > COLLAPSE * mad else mad
 
 
+def _rows_spread(dev: np.ndarray) -> np.ndarray:
+    """``spread`` of each row, given each row's absolute deviations from its median."""
+    k = dev.shape[1]
+    mad = MAD_TO_SD * np.median(dev, axis=1)
+    keep = max(k - max(math.ceil(TRIM * k), TRIM_AT_LEAST), 1)
+    kept = np.sort(dev, axis=1)[:, :keep]
+    rms = np.sqrt(np.mean(kept**2, axis=1)) * _trim_factor(keep, k)
+    return np.where(rms > COLLAPSE * mad, rms, mad)
+
+
+def run_levels(points: Sequence[Point], linear: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Every point's ``level`` and ``within_cv`` (NaN where it has none) at once: the
+    points whose samples are all usable and equally many are computed as one array (a
+    series of a thousand commits is one numpy call, not a thousand), the rest one by one.
+    The same numbers as the methods give."""
+    n = len(points)
+    levels = np.empty(n)
+    within = np.full(n, np.nan)
+    by_length: dict[int, list[int]] = {}
+    for i, p in enumerate(points):
+        k = len(p.samples)
+        by_length.setdefault(k if k >= 3 else 0, []).append(i)
+    for k, idx in by_length.items():
+        data = np.array([points[i].samples for i in idx], dtype=float) if k else None
+        usable = data is not None and bool(np.all(np.isfinite(data) & (
+            data >= 0 if linear else data > 0)))
+        if not usable:
+            for i in idx:
+                levels[i] = points[i].level(linear)
+                cv = points[i].within_cv(linear)
+                within[i] = np.nan if cv is None else cv
+            continue
+        if not linear:
+            data = np.log(data)
+        centre = np.median(data, axis=1)
+        dev = np.abs(data - centre[:, None])
+        scale = MAD_TO_SD * np.median(dev, axis=1)
+        inlier = dev <= 3.0 * scale[:, None]
+        means = np.mean(data, axis=1)
+        for r in np.nonzero(~inlier.all(axis=1) & (scale > 0))[0]:  # a slow sample or two
+            means[r] = np.mean(data[r][inlier[r]])
+        levels[idx] = np.where(scale > 0, means, centre)
+        within[idx] = _rows_spread(dev)
+    return levels, within
+
+
 def resolution(values: np.ndarray) -> float:
     """The unit the metric is measured in, when it has one: the step of the grid that its
     distinct values lie on (a count's 1, a timer's tick), when there are three or more of
@@ -363,9 +409,14 @@ def winsorise_running(levels: np.ndarray, cut: float, news: int = 2) -> np.ndarr
     ``news`` commits are left alone: there a step and a slow run look alike."""
     n = len(levels)
     out = levels.copy()
-    for i in range(max(n - news, 0)):
-        centre = float(np.median(levels[max(0, i - 2):min(n, i + 3)]))
-        out[i] = min(max(levels[i], centre - cut), centre + cut)
+    stop = max(n - news, 0)
+    centres = np.empty(n)
+    if n >= 5:  # every full window of 5 at once; the edges' shorter windows one by one
+        centres[2:n - 2] = np.median(np.lib.stride_tricks.sliding_window_view(levels, 5),
+                                     axis=1)
+    for i in [*range(min(2, n)), *range(max(n - 2, 2), n)] if n >= 5 else range(n):
+        centres[i] = np.median(levels[max(0, i - 2):min(n, i + 3)])
+    out[:stop] = np.clip(levels[:stop], centres[:stop] - cut, centres[:stop] + cut)
     return out
 
 
@@ -476,9 +527,9 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
     regression is active at the newest point. ``floor``: the least relative noise any
     series is taken to have (see noise_floor)."""
     linear = any(p.value <= 0 for p in points)  # a zero has no logarithm: failure rates
-    all_levels = np.array([p.level(linear) for p in points], dtype=float)
-    within = [c for c in (p.within_cv(linear) for p in points) if c is not None]
-    within_cv = float(np.median(within)) if within else None
+    all_levels, spreads = run_levels(points, linear)
+    within = spreads[~np.isnan(spreads)]
+    within_cv = float(np.median(within)) if len(within) else None
     # relative quantities of a linear series are fractions of its typical level
     ref = float(np.median(np.abs(all_levels))) if linear and len(points) else 1.0
     floor = noise_floor(points, linear, ref, within_cv, floor)
