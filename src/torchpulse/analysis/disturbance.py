@@ -126,8 +126,8 @@ def assess(series: list[Series]) -> tuple[list[Series], Canary]:
             continue
         readings = timeline.get(s.key.machine, [])
         starts = [r.started_ms for r in readings]
-        points = [dataclasses.replace(p, disturbed=_disturbed(p, readings, starts))
-                  for p in s.points]
+        points = [p if flag == p.disturbed else dataclasses.replace(p, disturbed=flag)
+                  for p, flag in ((p, _disturbed(p, readings, starts)) for p in s.points)]
         flagged.append(dataclasses.replace(s, points=points))
     return flagged, canary
 
