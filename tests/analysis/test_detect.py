@@ -486,7 +486,9 @@ def test_run_levels_are_each_points_level_and_spread_computed_at_once():
         for linear in (False, True):
             if not linear and any(p.value <= 0 for p in pts):
                 continue
-            levels, spreads = run_levels(pts, linear)
+            levels, spreads, measured = run_levels(pts, linear)
+            raw = np.concatenate([p.raw() for p in pts]) if pts else np.zeros(0)
+            np.testing.assert_array_equal(np.sort(measured), np.sort(raw))
             np.testing.assert_array_equal(levels, [p.level(linear) for p in pts])
             expected = [p.within_cv(linear) for p in pts]
             assert [None if np.isnan(s) else s for s in spreads.tolist()] == expected

@@ -245,14 +245,17 @@ def _rows_spread(dev: np.ndarray) -> np.ndarray:
     return np.where(rms > COLLAPSE * mad, rms, mad)
 
 
-def run_levels(points: Sequence[Point], linear: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Every point's ``level`` and ``within_cv`` (NaN where it has none) at once: the
-    points whose samples are all usable and equally many are computed as one array (a
-    series of a thousand commits is one numpy call, not a thousand), the rest one by one.
-    The same numbers as the methods give."""
+def run_levels(points: Sequence[Point], linear: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every point's ``level`` and ``within_cv`` (NaN where it has none) at once, and every
+    value measured (what ``raw`` gives, in another order): the points whose samples are
+    all usable and equally many are computed as one array (a series of a thousand commits
+    is one numpy call, not a thousand), the rest one by one. The same numbers as the
+    methods give."""
     n = len(points)
     levels = np.empty(n)
     within = np.full(n, np.nan)
+    measured: list[np.ndarray] = []
     by_length: dict[int, list[int]] = {}
     for i, p in enumerate(points):
         k = len(p.samples)
@@ -266,7 +269,9 @@ def run_levels(points: Sequence[Point], linear: bool = False) -> tuple[np.ndarra
                 levels[i] = points[i].level(linear)
                 cv = points[i].within_cv(linear)
                 within[i] = np.nan if cv is None else cv
+                measured.append(points[i].raw())
             continue
+        measured.append(data.ravel())
         if not linear:
             data = np.log(data)
         centre = np.median(data, axis=1)
@@ -278,7 +283,7 @@ def run_levels(points: Sequence[Point], linear: bool = False) -> tuple[np.ndarra
             means[r] = np.mean(data[r][inlier[r]])
         levels[idx] = np.where(scale > 0, means, centre)
         within[idx] = _rows_spread(dev)
-    return levels, within
+    return levels, within, np.concatenate(measured) if measured else np.zeros(0)
 
 
 def resolution(values: np.ndarray) -> float:
@@ -504,17 +509,19 @@ def _segment(tester: _Tester, alpha: float) -> list[int]:
 
 
 def noise_floor(points: Sequence[Point], linear: bool, ref: float, within_cv: float | None,
-                relative: float) -> float:
+                relative: float, measured: np.ndarray | None = None) -> float:
     """The least noise a series can have, on the analysis scale: the within-run spread of a
     commit's mean, the rounding error of the metric's resolution (a uniform error over one
     unit: unit / sqrt(12)) and ``relative`` of the level. A series at zero (a failure rate
     that never failed) has no level to be relative to: only its within-run spread counts,
-    and every move of such a series is real."""
+    and every move of such a series is real. ``measured``: every value the points hold
+    (their ``raw``), when known already."""
     nsamples = float(np.median([max(len(p.samples), 1) for p in points])) if points else 1.0
     floor = within_cv / math.sqrt(nsamples) if within_cv else 0.0
     if linear and ref <= 0:
         return floor
-    measured = np.concatenate([p.raw() for p in points]) if points else np.zeros(0)
+    if measured is None:
+        measured = np.concatenate([p.raw() for p in points]) if points else np.zeros(0)
     unit = resolution(measured)
     if not linear and unit:  # on the log scale, the unit relative to the typical value
         unit /= float(np.median(measured))
@@ -527,12 +534,12 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
     regression is active at the newest point. ``floor``: the least relative noise any
     series is taken to have (see noise_floor)."""
     linear = any(p.value <= 0 for p in points)  # a zero has no logarithm: failure rates
-    all_levels, spreads = run_levels(points, linear)
+    all_levels, spreads, measured = run_levels(points, linear)
     within = spreads[~np.isnan(spreads)]
     within_cv = float(np.median(within)) if len(within) else None
     # relative quantities of a linear series are fractions of its typical level
     ref = float(np.median(np.abs(all_levels))) if linear and len(points) else 1.0
-    floor = noise_floor(points, linear, ref, within_cv, floor)
+    floor = noise_floor(points, linear, ref, within_cv, floor, measured)
 
     # exact: the levels never move but for steps (a deterministic metric); every move is real
     between = diff_sd(all_levels)
