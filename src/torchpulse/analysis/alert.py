@@ -40,6 +40,7 @@ from torchpulse.analysis.series import (
 )
 from torchpulse.instructions import profiles
 from torchpulse.instructions.profiles import FunctionChange
+from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import GitError, History
 from torchpulse.results.project import Project
 
@@ -327,7 +328,9 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
         if since_sha not in history.position:
             raise SeriesError(f"--since: commit {since_sha[:8]} is not on the first-parent "
                               "history of the branch")
-    series, off_branch = load_series(project.results_dir, history, machine)
+    series, off_branch = load_series(project.results_dir, history, machine,
+                                     index=results_index.location(project.root,
+                                                                  project.results_dir))
     series, canary = assess(series)
     report = evaluate(series, history, alpha=alpha, threshold=threshold, since=since_sha,
                       history_mode=history_mode, off_branch_files=off_branch, canary=canary,

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.analysis.detect import Point
 from torchpulse.errors import TorchpulseError
-from torchpulse.results import asv_results
+from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import History
 
 UNIT_BY_PREFIX = {"time_": "seconds", "mem_": "bytes", "peakmem_": "bytes"}
@@ -107,54 +108,53 @@ def _machines(results_dir: Path, only: str | None) -> list[str]:
     return names
 
 
-_NUMBERS = (int, float)
-
-
 def _finite(value: object) -> bool:
     """A value asv measured: finite and not negative (zero is a value: a failure rate)."""
     return (isinstance(value, int | float) and not isinstance(value, bool)
             and math.isfinite(value) and value >= 0)
 
 
-def load_series(results_dir: Path, history: History, machine: str | None = None
-                ) -> tuple[list[Series], int]:
+def load_series(results_dir: Path, history: History, machine: str | None = None,
+                index: Path | None = None) -> tuple[list[Series], int]:
     """Every series in ``results_dir`` with points on ``history``; also the number of
-    results files whose commit is not on it (other branches, rewritten history)."""
+    results files whose commit is not on it (other branches, rewritten history). With
+    ``index`` (torchpulse.results.index), the files are read through it: parsed only when
+    new or changed since the last command; an index that cannot be written is skipped."""
     declared = declared_benchmarks(results_dir)
     units = {name: str(b.get("unit") or "unit") for name, b in declared.items()}
     # as asv's graphs: a point measured at another version of its benchmark is left out
     versions = {name: str(b["version"]) for name, b in declared.items() if b.get("version")}
+    machines = _machines(results_dir, machine)
+    source = None
+    if index is not None:
+        try:
+            source = results_index.read(results_index.update(index, results_dir, machines),
+                                        machines)
+        except (sqlite3.Error, OSError):  # read-only, or another process's lock held long
+            source = None
+    files, rows = source or results_index.read_files(results_dir, machines)
     found: dict[SeriesKey, Series] = {}
-    off_branch = 0
-    for name in _machines(results_dir, machine):
-        for path in sorted((results_dir / name).glob("*.json")):
-            if path.name == "machine.json":
-                continue
-            results = asv_results.load(path, machine=name)
-            if results.commit_hash not in history.position:
-                off_branch += 1
-                continue
-            for bench in asv_results.benchmarks(results):
-                if bench in versions and asv_results.version(results, bench) not in (
-                        None, versions[bench]):
-                    continue
-                _add_results(found, results, bench, name, _unit(bench, units))
+    unit_of: dict[str, str] = {}
+    for row in rows:
+        if row.commit not in history.position:
+            continue
+        bench = row.benchmark
+        if bench in versions and row.version not in (None, versions[bench]):
+            continue
+        value = row.value
+        if not _finite(value):
+            continue  # failed or skipped at this commit: no point
+        key = SeriesKey(bench, row.combo, row.machine, row.env)
+        entry = found.get(key)
+        if entry is None:
+            if bench not in unit_of:
+                unit_of[bench] = _unit(bench, units)
+            entry = found[key] = Series(key, unit_of[bench], params=dict(row.params))
+        # _finite inlined: a thousand commits of 400 series are millions of samples
+        kept = tuple(x for x in row.samples or () if 0 <= x < math.inf)
+        entry.points.append(Point(row.commit, float(value), kept, row.started, row.seconds))
+    off_branch = sum(commit not in history.position for commit in files.values())
     series = sorted(found.values(), key=lambda s: s.key)
     for s in series:
         s.points.sort(key=lambda p: history.position[p.commit])
     return series, off_branch
-
-
-def _add_results(found: dict[SeriesKey, Series], results: asv_results.Results, bench: str,
-                 machine: str, unit: str) -> None:
-    started, seconds = asv_results.timing(results, bench)
-    for combo, value, samples in asv_results.rows(results, bench):
-        if not _finite(value):
-            continue  # failed or skipped at this commit: no point
-        key = SeriesKey(bench, combo, machine, results.env_name)
-        entry = found.setdefault(key, Series(key, unit, params=dict(results.params)))
-        # _finite inlined: a thousand commits of 400 series are millions of samples
-        kept = tuple(float(s) for s in (samples or ())
-                     if isinstance(s, _NUMBERS) and s.__class__ is not bool
-                     and 0 <= s < math.inf)
-        entry.points.append(Point(results.commit_hash, float(value), kept, started, seconds))

@@ -1,0 +1,121 @@
+"""The results index: the same series as reading the files, kept up to date as files change,
+appear and go, rebuilt when damaged, skipped where it cannot be written, and never half
+updated."""
+
+import json
+import sqlite3
+
+import pytest
+
+from torchpulse.analysis import synthetic
+from torchpulse.analysis.series import load_series
+from torchpulse.cli import main
+from torchpulse.results import asv_results
+from torchpulse.results import index as results_index
+from torchpulse.results.gitrepo import History
+
+
+@pytest.fixture
+def project(tmp_path):
+    truths = synthetic.build(tmp_path, commits=12, per_cell=1, noise_series=1, seed=8,
+                             kinds=("step", "noise"), sizes=(0.2,), distances=(3,))
+    return tmp_path, truths
+
+
+def _load(path, index):
+    history = History(synthetic.history(path))
+    series, off = load_series(path / "results", history, index=index)
+    return [(s.key, s.unit, s.params, s.points) for s in series], off
+
+
+def test_the_index_gives_the_series_the_files_give(project):
+    path, _ = project
+    where = results_index.location(path, path / "results")
+    direct = _load(path, None)
+    assert _load(path, where) == direct  # built
+    assert where.is_file()
+    assert _load(path, where) == direct  # read back
+
+
+def test_changed_added_and_removed_files_are_read_again(project):
+    path, truths = project
+    where = results_index.location(path, path / "results")
+    _load(path, where)
+    shas = synthetic.history(path)
+    # a commit measured again (a new file content), one removed, one on another branch
+    synthetic.remeasure(path, truths, [shas[-1]], {truths[0].benchmark}, seed=3)
+    gone = path / "results" / asv_results.filename(synthetic.MACHINE, shas[2], synthetic.ENV)
+    gone.unlink()
+    assert _load(path, where) == _load(path, None)
+    series, _ = _load(path, where)
+    assert all(shas[2] not in [p.commit for p in points] for *_, points in series)
+
+
+def test_a_file_rewritten_in_the_same_clock_tick_is_read_again(project, monkeypatch):
+    """File times are coarse: a rewrite that keeps size and time must not be missed."""
+    import os
+
+    path, truths = project
+    where = results_index.location(path, path / "results")
+    _load(path, where)
+    shas = synthetic.history(path)
+    file = path / "results" / asv_results.filename(synthetic.MACHINE, shas[-1], synthetic.ENV)
+    before = file.stat()
+    text = file.read_text()
+    data = json.loads(text)
+    name = truths[0].benchmark
+    old = data["results"][name][data["result_columns"].index("result")][0]
+    digits = repr(old)
+    at = next(i for i in range(5, len(digits)) if digits[i].isdigit())
+    changed = digits[:at] + ("7" if digits[at] != "7" else "3") + digits[at + 1:]
+    new = float(changed)
+    file.write_text(text.replace(digits, changed))  # in place: same inode and size
+    os.utime(file, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same time
+    assert (file.stat().st_size, file.stat().st_ino) == (before.st_size, before.st_ino)
+    series, _ = _load(path, where)
+    assert [points[-1].value for key, _, _, points in series if key.benchmark == name
+            and key.params == (truths[0].param,)] == [new]
+
+
+def test_a_damaged_index_is_rebuilt_and_an_unwritable_one_skipped(project, tmp_path_factory):
+    path, _ = project
+    where = results_index.location(path, path / "results")
+    direct = _load(path, None)
+    where.parent.mkdir(parents=True)
+    where.write_bytes(b"not a database" * 100)
+    assert _load(path, where) == direct
+    assert sqlite3.connect(where).execute("SELECT count(*) FROM files").fetchone()[0] == 12
+    blocked = tmp_path_factory.mktemp("ro") / "a-file"
+    blocked.write_text("")
+    assert _load(path, blocked / "index.sqlite") == direct  # its folder cannot be made
+
+
+def test_a_file_that_cannot_be_read_leaves_the_index_as_it_was(project):
+    path, _ = project
+    where = results_index.location(path, path / "results")
+    _load(path, where)
+    before = sqlite3.connect(where).execute(
+        "SELECT path, size, mtime_ns FROM files ORDER BY path").fetchall()
+    rows = sqlite3.connect(where).execute("SELECT count(*) FROM rows").fetchone()
+    shas = synthetic.history(path)
+    # one new good file and one damaged one: the update is all or nothing
+    good = path / "results" / asv_results.filename(synthetic.MACHINE, shas[3], synthetic.ENV)
+    good.write_text(good.read_text().replace('"version": 2', '"version": 2 '))
+    bad = path / "results" / asv_results.filename(synthetic.MACHINE, shas[4], synthetic.ENV)
+    bad.write_text("{not json")
+    with pytest.raises(asv_results.ResultsFileError):
+        _load(path, where)
+    con = sqlite3.connect(where)
+    assert con.execute("SELECT path, size, mtime_ns FROM files ORDER BY path").fetchall() \
+        == before
+    assert con.execute("SELECT count(*) FROM rows").fetchone() == rows
+
+
+def test_alert_reads_through_the_index_and_says_the_same(project, capsys):
+    path, _ = project
+    config = str(path / "asv.conf.json")
+    assert main(["alert", "--config", config, "--format", "json"]) == 1
+    first = capsys.readouterr().out
+    assert results_index.location(path, path / "results").is_file()
+    assert main(["alert", "--config", config, "--format", "json"]) == 1
+    assert capsys.readouterr().out == first
