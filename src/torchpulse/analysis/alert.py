@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchpulse.analysis import exact
+from torchpulse.analysis import verdicts as verdicts_cache
 from torchpulse.analysis.defaults import (
     DEFAULT_ALPHA,
     DEFAULT_COUNT_THRESHOLD,
@@ -262,8 +263,10 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
              history_mode: bool = False, off_branch_files: int = 0,
              canary: Canary | None = None, confirmed: Ledger | None = None,
              floor: float = DEFAULT_NOISE_FLOOR,
-             count_threshold: float = DEFAULT_COUNT_THRESHOLD) -> Report:
-    """Run detection on every series and give each its status: a series of counted work
+             count_threshold: float = DEFAULT_COUNT_THRESHOLD,
+             cache: verdicts_cache.Cache | None = None) -> Report:
+    """Run detection on every series and give each its status (``cache``: verdicts of
+    series unchanged since they were stored, torchpulse.analysis.verdicts): a series of counted work
     (instructions) with ``count_threshold`` for its threshold, an exact counter by
     torchpulse.analysis.exact (any increase). Points flagged disturbed
     are left out of detection (an alert after one names the range from the last undisturbed
@@ -280,8 +283,11 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
 
     used = [dataclasses.replace(s, points=[p for p in s.points if not p.disturbed])
             for s in series]
-    verdicts = [(s, u, _analyse(u, alpha, threshold, count_threshold, floor))
-                for s, u in zip(series, used, strict=True)]
+    found = verdicts_cache.compute(
+        used, functools.partial(_analyse, alpha=alpha, threshold=threshold,
+                                count_threshold=count_threshold, floor=floor),
+        (alpha, threshold, count_threshold, floor), cache)
+    verdicts = list(zip(series, used, found, strict=True))
     # the family: every series that could alert (a series without an active regression
     # counts with p = 1)
     cutoff = benjamini_hochberg([v.pvalue for _, u, v in verdicts
@@ -328,13 +334,13 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
         if since_sha not in history.position:
             raise SeriesError(f"--since: commit {since_sha[:8]} is not on the first-parent "
                               "history of the branch")
-    series, off_branch = load_series(project.results_dir, history, machine,
-                                     index=results_index.location(project.root,
-                                                                  project.results_dir))
+    where = results_index.location(project.root, project.results_dir)
+    series, off_branch = load_series(project.results_dir, history, machine, index=where)
     series, canary = assess(series)
     report = evaluate(series, history, alpha=alpha, threshold=threshold, since=since_sha,
                       history_mode=history_mode, off_branch_files=off_branch, canary=canary,
-                      confirmed=confirmed, floor=floor, count_threshold=count_threshold)
+                      confirmed=confirmed, floor=floor, count_threshold=count_threshold,
+                      cache=verdicts_cache.Cache(where))
     return with_functions(report, profiles.folder(project.root))
 
 

@@ -79,7 +79,7 @@ TRIM_AT_LEAST = 2  # ... and at least this many (a step's difference, a spike's 
 COLLAPSE = 1.5  # spread: the median deviation has collapsed below this share of the RMS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a history holds millions: no __dict__ each
 class Point:
     """One commit's measurement of a series: asv's value and, when recorded, its samples."""
 

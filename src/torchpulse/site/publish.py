@@ -39,27 +39,34 @@ def add_nav_link(index: Path) -> None:
                      encoding="utf-8")
 
 
-def _asv_publish(config: Path, out: Path, range_spec: str | None, pull: bool) -> None:
+def _start_asv_publish(config: Path, out: Path, range_spec: str | None,
+                       pull: bool) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "asv", "publish", "--config", str(config.resolve()),
            "--html-dir", str(out.resolve())]
     cmd += [] if pull else ["--no-pull"]
     cmd += [range_spec] if range_spec else []
     # asv resolves the config's relative paths against the working directory
-    proc = subprocess.run(cmd, cwd=config.parent, check=False)
-    if proc.returncode != 0:
+    return subprocess.Popen(cmd, cwd=config.parent)
+
+
+def _finish_asv_publish(proc: subprocess.Popen) -> None:
+    if proc.wait() != 0:
         raise PublishError(f"asv publish failed (exit {proc.returncode}; its output is above)")
 
 
-def _write_summary(project: Project, out: Path) -> tuple[Summary | None, str | None]:
+def _summarise(project: Project) -> tuple[Summary | None, str | None]:
     try:
-        summary = build(project)
+        return build(project), None
     except TorchpulseError as exc:  # a remote repo, an unreadable results file ...
-        (out / page.PAGE).write_text(page.unavailable(str(exc)),
-                                             encoding="utf-8")
         return None, str(exc)
+
+
+def _write_summary(out: Path, summary: Summary | None, error: str | None) -> None:
+    if summary is None:
+        (out / page.PAGE).write_text(page.unavailable(str(error)), encoding="utf-8")
+        return
     (out / page.PAGE).write_text(page.render(summary), encoding="utf-8")
     (out / page.ALERTS_JSON).write_text(to_json(summary.report), encoding="utf-8")
-    return summary, None
 
 
 def publish(project: Project, node_modules: Path, *,
@@ -67,7 +74,6 @@ def publish(project: Project, node_modules: Path, *,
             progress: Callable[[str], None] = print) -> Path:
     """Publish ``project``'s site into its html directory, which it returns."""
     assets.check(node_modules)  # a missing asset stops us before anything changes
-    sanitize.check_results(project.results_dir)
     html = target.check(project, project.html_dir)
     with target.locked(html):
         target.check(project, project.html_dir)  # again: what the lock waited for changed it
@@ -79,14 +85,25 @@ def _publish(project: Project, node_modules: Path, html: Path, range_spec: str |
     scratch = target.scratch(html)
     try:
         progress("== asv publish")
-        _asv_publish(project.config, scratch, range_spec, pull)
+        proc = _start_asv_publish(project.config, scratch, range_spec, pull)
+        try:
+            # while asv draws its graphs: the check that stops it on an infinity (it would
+            # never end), and torchpulse's verdicts, which read the same results (through
+            # the index) and write nothing of the site until asv is done
+            sanitize.check_results(project.results_dir)
+            summary, error = _summarise(project)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        _finish_asv_publish(proc)
         vendored = assets.vendor(scratch, node_modules)
         same = sum(v.identical for v in vendored)
         progress(f"== {len(vendored)} assets copied into {html.name}/{assets.VENDOR_DIR}"
                  f" ({same} byte-identical to what asv's page asks for, "
                  f"{len(vendored) - same} from npm with their own integrity hash)")
         add_nav_link(scratch / "index.html")
-        summary, error = _write_summary(project, scratch)
+        _write_summary(scratch, summary, error)
         listed = regressions.rewrite(scratch, summary.report if summary else None,
                                      summary.branch if summary else project.default_branch,
                                      str(project.settings.get("project") or "project"))

@@ -1,0 +1,157 @@
+"""The verdicts of many series: those whose points and settings are unchanged since the last
+command come from a cache, the rest are computed across the cores.
+
+A verdict depends only on its series' points (commit, value, samples, disturbed), the rule,
+the detector's settings and the detector's code; the cache key is a digest of all of them
+(the code as the bytes of detect.py, drift.py and exact.py, with numpy's and scipy's
+versions), so a change of any makes the verdict be computed again. The cache is a table of
+the results index (torchpulse.results.index): derived data, safe to delete; it holds
+pickles of torchpulse's own verdict classes and is read back with an unpickler that admits
+nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import multiprocessing
+import os
+import pickle
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from torchpulse.analysis import detect, drift, exact
+from torchpulse.analysis.detect import SeriesVerdict
+from torchpulse.analysis.series import Series
+
+PARALLEL_FROM = 64  # series to compute before a pool of processes pays for itself
+_ALLOWED = {("torchpulse.analysis.detect", n) for n in (
+    "SeriesVerdict", "ChangePoint", "Regression", "Noise", "Drift")}
+
+
+def _code_version() -> bytes:
+    import numpy
+    import scipy
+
+    h = hashlib.sha256()
+    for module in (detect, drift, exact):
+        h.update(Path(module.__file__).read_bytes())
+    h.update(f"{numpy.__version__} {scipy.__version__}".encode())
+    return h.digest()
+
+
+_CODE = _code_version()
+
+
+def digest(series: Series, settings: tuple) -> bytes:
+    """What a verdict of ``series`` depends on, as one digest."""
+    h = hashlib.blake2b(_CODE, digest_size=20)
+    h.update(repr((series.rule, settings)).encode())
+    h.update(pickle.dumps([(p.commit, p.value, p.samples, p.disturbed) for p in series.points],
+                          protocol=5))
+    return h.digest()
+
+
+class _Verdicts(pickle.Unpickler):
+    def find_class(self, module: str, name: str):  # noqa: ANN201 (pickle's signature)
+        if (module, name) not in _ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not a verdict class")
+        return super().find_class(module, name)
+
+
+def _loads(blob: bytes) -> SeriesVerdict | None:
+    try:
+        verdict = _Verdicts(io.BytesIO(blob)).load()
+    except Exception:  # noqa: BLE001 (a damaged entry is a miss, computed again)
+        return None
+    return verdict if isinstance(verdict, SeriesVerdict) else None
+
+
+class Cache:
+    """Verdicts by series in the results index's database at ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _connect(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        con.execute("CREATE TABLE IF NOT EXISTS verdicts (series TEXT PRIMARY KEY, "
+                    "digest BLOB, verdict BLOB)")
+        return con
+
+    def get(self, wanted: dict[str, bytes]) -> dict[str, SeriesVerdict]:
+        """The stored verdicts of the series (label: digest) whose digest matches."""
+        try:
+            con = self._connect()
+            stored = con.execute("SELECT series, digest, verdict FROM verdicts").fetchall()
+            con.close()
+        except sqlite3.Error:
+            return {}
+        found = {}
+        for label, d, blob in stored:
+            if wanted.get(label) == d:
+                verdict = _loads(blob)
+                if verdict is not None:
+                    found[label] = verdict
+        return found
+
+    def put(self, computed: dict[str, tuple[bytes, SeriesVerdict]]) -> None:
+        """Store verdicts (label: (digest, verdict)) in one transaction; a cache that cannot
+        be written is left as it is."""
+        if not computed:
+            return
+        try:
+            con = self._connect()
+            con.execute("BEGIN IMMEDIATE")
+            con.executemany("INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?)",
+                            [(label, d, pickle.dumps(v, protocol=5))
+                             for label, (d, v) in computed.items()])
+            con.execute("COMMIT")
+            con.close()
+        except sqlite3.Error:
+            pass
+
+
+# the series and the analysis a forked worker computes: inherited from the parent, so that
+# only indices and verdicts cross between processes
+_JOB: tuple[Sequence[Series], Callable[[Series], SeriesVerdict]] | None = None
+
+
+def _work(index: int) -> SeriesVerdict:
+    assert _JOB is not None
+    series, analyse = _JOB
+    return analyse(series[index])
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def compute(series: Sequence[Series], analyse: Callable[[Series], SeriesVerdict],
+            settings: tuple, cache: Cache | None = None) -> list[SeriesVerdict]:
+    """``analyse`` of every series, in order: from ``cache`` where its digest matches, the
+    others across the cores (forked workers) when there are many, and stored back."""
+    global _JOB
+    labels = [repr(s.key) for s in series]
+    digests = [digest(s, settings) for s in series] if cache else []
+    known = cache.get(dict(zip(labels, digests, strict=True))) if cache else {}
+    todo = [i for i, label in enumerate(labels) if label not in known]
+    verdicts: dict[int, SeriesVerdict] = {}
+    workers = min(_cores(), len(todo) // (PARALLEL_FROM // 2))
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        _JOB = (series, analyse)
+        try:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                for i, v in zip(todo, pool.map(_work, todo, chunksize=16), strict=True):
+                    verdicts[i] = v
+        finally:
+            _JOB = None
+    else:
+        verdicts = {i: analyse(series[i]) for i in todo}
+    if cache:
+        cache.put({labels[i]: (digests[i], v) for i, v in verdicts.items()})
+    return [known[label] if label in known else verdicts[i] for i, label in enumerate(labels)]
