@@ -1,0 +1,119 @@
+"""The verdict cache and the parallel computation: the same verdicts as computing each series
+afresh, recomputed exactly when a point, the settings or the rule change, and nothing but
+verdicts ever read back from the cache."""
+
+import os
+import pickle
+import sqlite3
+
+import numpy as np
+import pytest
+
+from torchpulse.analysis import verdicts
+from torchpulse.analysis.detect import Point, analyse
+from torchpulse.analysis.series import Series, SeriesKey
+
+SETTINGS = (0.01, 0.05, 0.015, 0.001)
+
+
+def _series(n=12, commits=30, seed=0, unit="seconds"):
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        step = 1.0 + 0.2 * (i % 3 == 0) * (np.arange(commits) >= commits - 4)
+        values = 0.01 * step * np.exp(rng.normal(0, 0.02, commits))
+        points = [Point(f"{c:040x}", float(v), tuple(float(v) * np.exp(rng.normal(0, 0.01, 5))))
+                  for c, v in enumerate(values)]
+        out.append(Series(SeriesKey(f"b.time_{i}", (), "m", "e"), unit, points))
+    return out
+
+
+class Counting:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, series):
+        self.calls += 1
+        return analyse(series.points)
+
+
+def test_a_cached_verdict_is_the_computed_one_and_is_not_computed_again(tmp_path):
+    series = _series()
+    cache = verdicts.Cache(tmp_path / "index.sqlite")
+    first = Counting()
+    fresh = verdicts.compute(series, first, SETTINGS, cache)
+    assert first.calls == len(series)
+    again = Counting()
+    assert verdicts.compute(series, again, SETTINGS, cache) == fresh
+    assert again.calls == 0
+    assert fresh == [analyse(s.points) for s in series]
+
+
+def test_a_new_point_other_settings_or_another_rule_compute_again(tmp_path):
+    series = _series()
+    cache = verdicts.Cache(tmp_path / "index.sqlite")
+    verdicts.compute(series, Counting(), SETTINGS, cache)
+    changed = list(series)
+    changed[3] = Series(series[3].key, series[3].unit,
+                        [*series[3].points, Point("f" * 40, 0.5, (0.5, 0.5, 0.5))])
+    changed[5] = Series(series[5].key, series[5].unit,
+                        [*series[5].points[:-1], Point(series[5].points[-1].commit,
+                                                       series[5].points[-1].value,
+                                                       series[5].points[-1].samples,
+                                                       disturbed=True)])
+    counting = Counting()
+    got = verdicts.compute(changed, counting, SETTINGS, cache)
+    assert counting.calls == 2 and got[3] == analyse(changed[3].points)
+    counting = Counting()
+    verdicts.compute(changed, counting, (0.05, *SETTINGS[1:]), cache)
+    assert counting.calls == len(series)
+    counted = [Series(s.key, "instructions", s.points) for s in changed]
+    counting = Counting()
+    verdicts.compute(counted, counting, (0.05, *SETTINGS[1:]), cache)
+    assert counting.calls == len(series)
+
+
+class Boom:
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+def test_only_verdicts_are_read_back_and_damage_is_a_miss(tmp_path):
+    series = _series(n=3)
+    where = tmp_path / "index.sqlite"
+    cache = verdicts.Cache(where)
+    verdicts.compute(series, Counting(), SETTINGS, cache)
+    con = sqlite3.connect(where)
+    labels = [label for (label,) in con.execute("SELECT series FROM verdicts ORDER BY series")]
+    con.execute("UPDATE verdicts SET verdict = ? WHERE series = ?",
+                (pickle.dumps(Boom()), labels[0]))
+    con.execute("UPDATE verdicts SET verdict = ? WHERE series = ?", (b"garbage", labels[1]))
+    con.commit()
+    counting = Counting()
+    got = verdicts.compute(series, counting, SETTINGS, cache)
+    assert counting.calls == 2 and got == [analyse(s.points) for s in series]
+
+
+def test_many_series_are_computed_across_processes_with_the_same_verdicts(monkeypatch):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: nothing to spread")
+    series = _series(n=40, seed=4)
+    monkeypatch.setattr(verdicts, "PARALLEL_FROM", 4)
+    pids = []
+
+    def where(s):
+        pids.append(os.getpid())
+        return analyse(s.points)
+
+    got = verdicts.compute(series, where, SETTINGS)
+    assert got == [analyse(s.points) for s in series]
+    assert pids == []  # computed in the workers, not here
+
+
+def test_a_cache_that_cannot_be_written_computes_everything(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    series = _series(n=3)
+    counting = Counting()
+    got = verdicts.compute(series, counting, SETTINGS, verdicts.Cache(blocked / "x.sqlite"))
+    assert counting.calls == 3 and got == [analyse(s.points) for s in series]
