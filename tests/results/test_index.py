@@ -119,3 +119,25 @@ def test_alert_reads_through_the_index_and_says_the_same(project, capsys):
     assert results_index.location(path, path / "results").is_file()
     assert main(["alert", "--config", config, "--format", "json"]) == 1
     assert capsys.readouterr().out == first
+
+
+def test_any_parameter_text_round_trips(tmp_path):
+    """asv's repr strings can hold anything a user's parameters do: separators included."""
+    shas = synthetic._git_repo(tmp_path, 2)
+    results = tmp_path / "results"
+    from torchpulse.files import write_json_atomically
+
+    write_json_atomically(results / "m" / "machine.json", {"machine": "m", "version": 1})
+    params = [["'a\x1fb'", "'c, d'", "'[e]'", '"\\"f\\""']]
+    write_json_atomically(results / "benchmarks.json", {
+        "b.track_x": {"name": "b.track_x", "params": params, "param_names": ["p"],
+                      "type": "track", "unit": "unit", "version": "1"}, "version": 2})
+    for i, sha in enumerate(shas):
+        r = asv_results.new({"machine": "m"}, sha, 1_700_000_000_000 + i, "3.11", "e")
+        asv_results.add(r, "b.track_x", "1", params, [1.0, 2.0, 3.0, 4.0])
+        asv_results.save(r, results, asv_results.filename("m", sha, "e"))
+    where = results_index.location(tmp_path, results)
+    direct = _load(tmp_path, None)
+    assert {key.params for key, *_ in direct[0]} == {(p,) for p in params[0]}
+    assert _load(tmp_path, where) == direct
+    assert _load(tmp_path, where) == direct

@@ -33,9 +33,8 @@ from pathlib import Path
 
 from torchpulse.results import asv_results
 
-FORMAT = "2"
+FORMAT = "3"
 RACY = 2.0  # seconds: a file this close to its indexing is read again next time
-_SEP = "\x1f"  # between a combination's parameters (asv's repr strings hold no control chars)
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ def parse(results_dir: Path, rel: str) -> tuple[str, str, dict[str, str], list[t
             number = float(value) if _number(value) else None
             kept = None if samples is None else array(
                 "d", [float(x) for x in samples if _number(x)]).tobytes()
-            out.append((rel, bench, version, _SEP.join(combo), number, kept, started,
+            out.append((rel, bench, version, json.dumps(combo), number, kept, started,
                         seconds))
     return results.commit_hash, results.env_name, dict(results.params), out
 
@@ -100,8 +99,8 @@ def _row(machine: str, commit: str, env: str, params: dict[str, str], stored: tu
          combos: dict[str, tuple[str, ...]]) -> Row:
     _, bench, version, combo, value, samples, started, seconds = stored
     key = combos.get(combo)
-    if key is None:
-        key = combos[combo] = tuple(combo.split(_SEP)) if combo else ()
+    if key is None:  # a tree has few distinct combinations: each is decoded once
+        key = combos[combo] = tuple(json.loads(combo))
     return Row(machine, commit, env, params, bench, version, key,
                float("nan") if value is None else value,
                tuple(array("d", samples)) if samples is not None else None, started, seconds)
