@@ -233,3 +233,21 @@ def test_a_class_of_identical_machines_is_one_machine_over_its_nodes(tmp_path, c
     with pytest.raises(driver.FleetError, match="--machine-class gpu: no node carries it "
                        r"\(classes: sim\)"):
         driver.run(project, shards, address=made.address, machine_class="gpu")
+
+
+def test_each_node_describes_its_machine_in_a_file_of_its_own(tmp_path):
+    """asv rewrites ~/.asv-machine.json whole, in place: a node's `asv run` once read it half
+    written while another node described its machine. Each node keeps its own now."""
+    from torchpulse.fleet.node import Node
+
+    project, _ = _fixture(tmp_path / "repo")
+    home = Path.home() / ".asv-machine.json"
+    before = home.read_bytes() if home.exists() else None
+    nodes = [Node(project.config, name, tmp_path / f"work-{name}", "bench_work", ".")
+             for name in ("node-a", "node-b")]
+    for node in nodes:
+        node.prepare()
+    for node in nodes:
+        own = json.loads((node.scratch / "asv-machine.json").read_text())
+        assert set(own) == {node.machine, "version"}
+    assert (home.read_bytes() if home.exists() else None) == before

@@ -10,7 +10,6 @@ an environment.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import platform
 import re
@@ -18,7 +17,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,13 +52,25 @@ def final_round_commit(line: str) -> str | None:
     return found[0] if found is not None and found[1] else None
 
 
-# asv started through this: on Linux it is killed when the node's worker dies
-# (PR_SET_PDEATHSIG, kept across exec), so a lost node leaves no asv running behind it. Set
-# in the child itself: a preexec_fn is unsafe in Ray's multithreaded worker.
+# asv started through this:
+# - on Linux it is killed when the node's worker dies (PR_SET_PDEATHSIG), so a lost node
+#   leaves no asv running behind it. Set in the child itself: a preexec_fn is unsafe in
+#   Ray's multithreaded worker;
+# - asv's machine file is the node's own ($TORCHPULSE_ASV_MACHINE_FILE). asv keeps every
+#   machine in ~/.asv-machine.json and rewrites it whole, in place: one node's `asv run`
+#   read it half written while another node's `asv machine` rewrote it ("No information
+#   stored about machine"), under load. asv reads the path from one static method
+#   (MachineCollection.get_machine_file_path).
 _LAUNCH = ("import ctypes, os, signal, sys\n"
            "try:\n    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
            "except (OSError, AttributeError):\n    pass\n"
-           "os.execv(sys.executable, [sys.executable, '-m', 'asv', *sys.argv[1:]])")
+           "import asv.machine\n"
+           "own = os.environ['TORCHPULSE_ASV_MACHINE_FILE']\n"
+           "asv.machine.MachineCollection.get_machine_file_path = staticmethod(lambda: own)\n"
+           "from asv.main import main\n"
+           "sys.argv = ['asv', *sys.argv[1:]]\n"
+           "sys.exit(main())")
+MACHINE_FILE_ENV = "TORCHPULSE_ASV_MACHINE_FILE"
 
 
 class NodeError(TorchpulseError, RuntimeError):
@@ -90,19 +100,6 @@ def machine_name(resources: Mapping[str, float], host: str | None = None) -> str
     return check_name(name, "machine name")
 
 
-@contextmanager
-def _machine_file_lock() -> Iterator[None]:
-    """asv keeps every machine in ~/.asv-machine.json and rewrites it whole; nodes that share
-    a home directory take turns."""
-    lock = Path.home() / ".asv-machine.json.torchpulse-lock"
-    with lock.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 class Node:
     """asv on this node for one shard: a scratch config and results tree of its own."""
 
@@ -115,10 +112,14 @@ class Node:
         self.config = self.scratch / "asv.conf.json"
         self.log = self.scratch / "asv.log"
 
+    def _environment(self) -> dict[str, str]:
+        """asv's environment on this node: its own machine file, in the scratch folder."""
+        return {**asv_environment(), MACHINE_FILE_ENV: str(self.scratch / "asv-machine.json")}
+
     def _asv(self, *args: str) -> subprocess.CompletedProcess[str]:
-        command = [self.python, "-m", "asv", args[0], "--config", str(self.config),
+        command = [self.python, "-c", _LAUNCH, args[0], "--config", str(self.config),
                    "--machine", self.machine, *args[1:]]
-        proc = subprocess.run(command, cwd=self.project.root, env=asv_environment(),
+        proc = subprocess.run(command, cwd=self.project.root, env=self._environment(),
                               capture_output=True, text=True, check=False)
         with self.log.open("a") as out:
             out.write(f"$ {' '.join(command)}\n{proc.stdout}{proc.stderr}\n")
@@ -131,8 +132,7 @@ class Node:
         settings = self.project.elsewhere(self.results, self.scratch / "html")
         settings["env_dir"] = str(self.scratch.parent / "env")
         self.config.write_text(json.dumps(settings, indent=1))
-        with _machine_file_lock():
-            proc = self._asv("machine", "--yes")
+        proc = self._asv("machine", "--yes")
         if proc.returncode != 0:
             raise NodeError(f"{self.machine}: asv machine failed (log: {self.log})")
 
@@ -164,7 +164,7 @@ class Node:
         tail: list[str] = []
         with self.log.open("a") as log:
             log.write(f"$ {' '.join(command)}\n")
-            proc = subprocess.Popen(command, cwd=self.project.root, env=asv_environment(),
+            proc = subprocess.Popen(command, cwd=self.project.root, env=self._environment(),
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     text=True)
             assert proc.stdout is not None
