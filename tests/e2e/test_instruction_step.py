@@ -2,10 +2,11 @@
 forward (a finiteness check of the py LSTM's final state, about +3 % instructions).
 
 Both versions of torchpulse are counted for real under callgrind (the changed one from a
-patched copy of the package) and timed for real; their numbers fill a 33-commit history
-whose commit 20 is the change. The alert names that commit on the instruction series, with
-the functions that grew; the same workload's wall time, measured one call a commit as a
-quick CI run would, is not alerted; bisect finds the commit in at most 7 runs."""
+patched copy of the package) and timed for real, side by side; their numbers fill a
+33-commit history whose commit 20 is the change. The alert names that commit on the
+instruction series, with the functions that grew; the same workload's wall time, measured
+one call a commit as a quick CI run would, is not alerted; bisect finds the commit in at
+most 7 runs."""
 
 import json
 import os
@@ -78,28 +79,41 @@ def _changed_package(root):
     return copy
 
 
-def _measure(pythonpath, timings):
-    """The counted workload and ``timings`` single-call wall times of one version."""
-    env = dict(os.environ, PYTHONPATH=str(pythonpath)) if pythonpath else dict(os.environ)
+def _environment(pythonpath):
+    return dict(os.environ, PYTHONPATH=str(pythonpath)) if pythonpath else dict(os.environ)
+
+
+def _count(pythonpath):
+    """The counted workload of one version."""
     saved = dict(os.environ)
     os.environ.clear()
-    os.environ.update(env)  # count() starts its valgrind process with this environment
+    os.environ.update(_environment(pythonpath))  # count() starts valgrind with this
     try:
         counted, failed = count.count([WORKLOAD], sizes.INSTRUCTIONS, repeats=3)
     finally:
         os.environ.clear()
         os.environ.update(saved)
     assert not failed, failed
-    proc = subprocess.run([sys.executable, "-c", TIMING, str(timings)], env=env,
-                          capture_output=True, text=True, check=True)
-    return counted[WORKLOAD], json.loads(proc.stdout)
+    return counted[WORKLOAD]
+
+
+def _times(before, after):
+    """Single-call wall times of both versions, timed at the same time in two processes, so
+    that whatever else loads the machine (the other test worker) weighs on both alike."""
+    procs = [subprocess.Popen([sys.executable, "-c", TIMING, str(n)], env=_environment(path),
+                              stdout=subprocess.PIPE, text=True)
+             for path, n in (before, after)]
+    out = [p.communicate()[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    return [json.loads(o) for o in out]
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
     root = tmp_path_factory.mktemp("instruction-step")
-    before, before_times = _measure(None, STEP)
-    after, after_times = _measure(_changed_package(root), COMMITS - STEP)
+    changed = _changed_package(root)
+    before, after = _count(None), _count(changed)
+    before_times, after_times = _times((None, STEP), (changed, COMMITS - STEP))
     project = root / "project"
     shas = synthetic._git_repo(project, COMMITS)
     (project / "asv.conf.json").write_text(json.dumps(synthetic.CONF))

@@ -90,8 +90,10 @@ def connect(address: str | None, machine: str) -> None:
             raise FleetError(f"--address {address}: cannot join the Ray cluster "
                              f"({str(exc).splitlines()[0] if str(exc) else exc})") from None
     else:
-        ray.init(num_cpus=max(1, os.cpu_count() or 1), include_dashboard=False,
-                 resources={SLOT: 1, MACHINE + machine: 1}, **quiet)
+        # "local": a new instance, even where a Ray cluster already runs on this machine
+        # (without it, ray.init joins that cluster and refuses the resources given here)
+        ray.init(address="local", num_cpus=max(1, os.cpu_count() or 1),
+                 include_dashboard=False, resources={SLOT: 1, MACHINE + machine: 1}, **quiet)
     # after ray.init, which installs a SIGTERM handler that aborts: a terminated driver
     # stops as an interrupted one, shutting Ray down, with only whole commits stored
     # (SIGKILL cannot be caught; a re-run completes the range)
