@@ -2,7 +2,7 @@
 forward (a finiteness check of the py LSTM's final state, about +3 % instructions).
 
 Both versions of torchpulse are counted for real under callgrind (the changed one from a
-patched copy of the package) and timed for real, side by side; their numbers fill a
+patched copy of the package) and timed for real, alternating; their numbers fill a
 33-commit history whose commit 20 is the change. The alert names that commit on the
 instruction series, with the functions that grew; the same workload's wall time, measured
 one call a commit as a quick CI run would, is not alerted; bisect finds the commit in at
@@ -45,24 +45,34 @@ CHANGED = """        hy, cy = lstm_cell(inputs[seq_idx], (hy, cy), wih, whh, bih
             raise ValueError("the LSTM's state is not finite")
     return torch.stack(outputs), (hy.unsqueeze(0), cy.unsqueeze(0))
 """
-# one forward call timed per commit after a warm-up, in one process per version
+# the wall time of one forward call of each version, the two versions alternating call by
+# call in one process (the changed layer loaded from the patched file beside the original),
+# so that whatever else loads the machine (the other test worker) weighs on both alike
 TIMING = """
-import json, sys, time
-from torchpulse import sizes
-from torchpulse.fastrnns.runners import RUNNERS, Workload
-from torchpulse.presets import Preset
+import dataclasses, functools, importlib.util, json, sys, time
 import torch
+from torchpulse import sizes
+from torchpulse.fastrnns.runners import RUNNERS, Workload, functional_lstm_creator
+from torchpulse.presets import Preset
+spec = importlib.util.spec_from_file_location("changed_lstm", sys.argv[1])
+changed = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(changed)
 torch.set_num_threads(1)
-w = Workload(RUNNERS["py"], Preset.from_sizes("instructions", sizes.INSTRUCTIONS["fastrnns"]),
-             "cpu")
+preset = Preset.from_sizes("instructions", sizes.INSTRUCTIONS["fastrnns"])
+runner = RUNNERS["py"]
+other = dataclasses.replace(runner, creator=functools.partial(
+    functional_lstm_creator, layer_fn=changed.lstm_layer, script=False))
+workloads = [Workload(runner, preset, "cpu"), Workload(other, preset, "cpu")]
 for _ in range(20):
-    w.forward()
-times = []
-for _ in range(int(sys.argv[1])):
-    start = time.perf_counter()
-    w.forward()
-    times.append(time.perf_counter() - start)
-print(json.dumps(times))
+    for w in workloads:
+        w.forward()
+times = [[], []]
+for i in range(max(int(sys.argv[2]), int(sys.argv[3]))):
+    for k in (0, 1) if i % 2 else (1, 0):
+        start = time.perf_counter()
+        workloads[k].forward()
+        times[k].append(time.perf_counter() - start)
+print(json.dumps([times[0][:int(sys.argv[2])], times[1][:int(sys.argv[3])]]))
 """
 
 
@@ -97,15 +107,12 @@ def _count(pythonpath):
     return counted[WORKLOAD]
 
 
-def _times(before, after):
-    """Single-call wall times of both versions, timed at the same time in two processes, so
-    that whatever else loads the machine (the other test worker) weighs on both alike."""
-    procs = [subprocess.Popen([sys.executable, "-c", TIMING, str(n)], env=_environment(path),
-                              stdout=subprocess.PIPE, text=True)
-             for path, n in (before, after)]
-    out = [p.communicate()[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0]
-    return [json.loads(o) for o in out]
+def _times(changed, before, after):
+    """``before`` and ``after`` single-call wall times of the two versions, alternating."""
+    out = subprocess.run([sys.executable, "-c", TIMING,
+                          str(changed / "torchpulse" / "models" / "lstm.py"), str(before),
+                          str(after)], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +120,7 @@ def history(tmp_path_factory):
     root = tmp_path_factory.mktemp("instruction-step")
     changed = _changed_package(root)
     before, after = _count(None), _count(changed)
-    before_times, after_times = _times((None, STEP), (changed, COMMITS - STEP))
+    before_times, after_times = _times(changed, STEP, COMMITS - STEP)
     project = root / "project"
     shas = synthetic._git_repo(project, COMMITS)
     (project / "asv.conf.json").write_text(json.dumps(synthetic.CONF))
