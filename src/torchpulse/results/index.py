@@ -28,8 +28,8 @@ import sqlite3
 import time
 from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from torchpulse.results import asv_results
 
@@ -37,9 +37,9 @@ FORMAT = "3"
 RACY = 2.0  # seconds: a file this close to its indexing is read again next time
 
 
-@dataclass(frozen=True)
-class Row:
-    """One benchmark row of one results file, as the series are built from it."""
+class Row(NamedTuple):
+    """One benchmark row of one results file, as the series are built from it (a tuple: a
+    history holds hundreds of thousands, made once per command)."""
 
     machine: str
     commit: str
