@@ -25,9 +25,6 @@ COUNT_UNITS = frozenset({"instructions"})
 INVERSE_CALLS = "1/calls captured"  # dynamo's calls_captured, inverted: lower is better
 EXACT_UNITS = frozenset({"graph breaks", "breaks", "graphs", "eager frames", INVERSE_CALLS})
 TIME, COUNT, EXACT = "time", "count", "exact"
-# Units that another job on the machine cannot move: the machine canary never marks their
-# points disturbed, and a step in them is not measured again to confirm it.
-LOAD_INDEPENDENT_UNITS = COUNT_UNITS | EXACT_UNITS
 
 
 class SeriesError(TorchpulseError, ValueError):
@@ -56,8 +53,10 @@ class Series:
 
     @property
     def load_independent(self) -> bool:
-        """Whether what else runs on the machine leaves this series' values alone."""
-        return self.unit in LOAD_INDEPENDENT_UNITS
+        """Whether what else runs on the machine leaves this series' values alone (counts
+        and counters): the machine canary never marks their points disturbed, and a step
+        in them is not measured again to confirm it."""
+        return self.rule != TIME
 
     @property
     def rule(self) -> str:

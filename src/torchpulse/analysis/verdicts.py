@@ -12,6 +12,7 @@ nothing else.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import multiprocessing
@@ -30,7 +31,10 @@ _ALLOWED = {("torchpulse.analysis.detect", n) for n in (
     "SeriesVerdict", "ChangePoint", "Regression", "Noise", "Drift")}
 
 
+@functools.cache
 def _code_version() -> bytes:
+    """The detector's code and numeric libraries, as one digest (read once, on first use:
+    not when the alert is imported)."""
     import numpy
     import scipy
 
@@ -41,12 +45,9 @@ def _code_version() -> bytes:
     return h.digest()
 
 
-_CODE = _code_version()
-
-
 def digest(series: Series, settings: tuple) -> bytes:
     """What a verdict of ``series`` depends on, as one digest."""
-    h = hashlib.blake2b(_CODE, digest_size=20)
+    h = hashlib.blake2b(_code_version(), digest_size=20)
     h.update(repr((series.rule, settings)).encode())
     h.update(pickle.dumps([(p.commit, p.value, p.samples, p.disturbed) for p in series.points],
                           protocol=5))
