@@ -32,12 +32,12 @@ from torchpulse.analysis.ledger import DEFAULT as DEFAULT_LEDGER
 from torchpulse.analysis.ledger import Ledger, measured_again, read_ledger
 from torchpulse.analysis.series import (
     COUNT,
-    COUNT_UNITS,
     EXACT,
     Series,
     SeriesError,
     SeriesKey,
     load_series,
+    rule_of,
 )
 from torchpulse.instructions import profiles
 from torchpulse.instructions.profiles import FunctionChange
@@ -367,7 +367,7 @@ def with_functions(report: Report, where: Path) -> Report:
         return cache[(commit, env)]
 
     def attach(alert: Alert | None) -> Alert | None:
-        if alert is None or alert.unit not in COUNT_UNITS:
+        if alert is None or rule_of(alert.unit) != COUNT:
             return alert
         workload = _workload(alert.key)
         before = profile(alert.previous_commit, alert.key.env)

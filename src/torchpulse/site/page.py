@@ -23,7 +23,7 @@ from torchpulse.analysis.report import (
     thresholds_text,
     upper_first,
 )
-from torchpulse.analysis.series import COUNT_UNITS, SeriesKey
+from torchpulse.analysis.series import COUNT, SeriesKey
 from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 from torchpulse.site import sparkline
 
@@ -184,7 +184,7 @@ def _series_table(rows: list[Row], charts: dict[SeriesKey, str]) -> list[str]:
 
 def _counted_text(m: MachineSummary, threshold: float) -> str:
     """What the instruction family holds for this machine, or why it holds nothing."""
-    counted = sum(r.checked.series.unit in COUNT_UNITS for r in m.current)
+    counted = sum(r.checked.series.rule == COUNT for r in m.current)
     if counted:
         return (f"{counted} series count instructions under callgrind (CPU workloads, a "
                 f"{threshold * 100:g}% step is worth an alert; the compile zoo is not "
