@@ -36,10 +36,11 @@ def test_names_that_are_not_a_sha_and_a_plain_environment_have_no_file(tmp_path,
 
 
 @pytest.mark.parametrize("content", [
-    b"", b"not gzip", gzip.compress(b"[1, 2]"), gzip.compress(b'{"workloads": 3}'),
-    gzip.compress(b'{"workloads": {"w": {"functions": {"f": "x"}}}}'),
-    gzip.compress(b"{" * 100_000),
-])
+    b"", b"not gzip", gzip.compress(b"[1, 2]", mtime=0),
+    gzip.compress(b'{"workloads": 3}', mtime=0),
+    gzip.compress(b'{"workloads": {"w": {"functions": {"f": "x"}}}}', mtime=0),
+    gzip.compress(b"{" * 100_000, mtime=0),
+], ids=["empty", "not-gzip", "a-list", "not-a-mapping", "a-string-count", "too-deep"])
 def test_a_damaged_profile_reads_as_none(tmp_path, content):
     (tmp_path / f"{SHA}-e.json.gz").write_bytes(content)
     assert profiles.read(tmp_path, SHA, "e") is None
