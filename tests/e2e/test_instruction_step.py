@@ -5,8 +5,8 @@ Both versions of torchpulse are counted for real under callgrind (the changed on
 patched copy of the package) and timed for real, alternating; their numbers fill a
 33-commit history whose commit 20 is the change. The alert names that commit on the
 instruction series, with the functions that grew; the same workload's wall time, measured
-one call a commit as a quick CI run would, is not alerted; bisect finds the commit in at
-most 7 runs."""
+one call a commit as a quick CI run would, cannot resolve a step that size; bisect finds
+the commit in at most 7 runs."""
 
 import json
 import os
@@ -162,11 +162,14 @@ def test_the_alert_names_the_commit_on_instructions_with_the_functions_that_grew
     grew = profiles.differences(before.functions, after.functions)
     assert [f["name"] for f in counted["functions"]] == [f.name for f in grew]
     assert counted["functions"] and all(f["change"] > 0 for f in counted["functions"])
-    # the wall time of the same forward, one call a commit: no alert at the change
-    assert TIMED not in found, (found[TIMED], statistics.median(after_times)
-                                / statistics.median(before_times))
+    # the wall time of the same forward, one call a commit, cannot resolve a step this
+    # size: its smallest detectable step is far larger, the instruction series' far smaller.
+    # (Whether it alerts depends on the machine: timed call by call the extra work itself
+    # read +5 % once under the full suite, and timed in separate processes load alone read
+    # +24 % and +34 % -- so it is not asserted either way.)
     verdicts = {v["benchmark"]: v for v in data["verdicts"]}
-    assert verdicts[TIMED]["status"] in ("ok", "unstable")
+    assert verdicts[COUNTED]["mde"] < step - 1 < verdicts[TIMED]["mde"], (
+        verdicts[COUNTED]["mde"], verdicts[TIMED]["mde"])
     print(f"instructions {before.instructions:,} -> {after.instructions:,} ({step - 1:+.2%}); "
           f"wall time median {statistics.median(before_times) * 1e3:.3f} -> "
           f"{statistics.median(after_times) * 1e3:.3f} ms, status "
