@@ -96,6 +96,9 @@ step dynamo 170 "${TP[@]}" dynamo --performance --inference --device "$DEVICE" \
         bash -c "$PY -m asv machine --yes && $PY -m asv run -E existing:$(command -v "$PY") \
 --set-commit-hash \$(git rev-parse HEAD) -a rounds=1 -a repeat=2 --record-samples \
 --show-stderr --bench '${ASV_BENCH:-bench_(rnns|cnns)}'"
+    # what torchpulse reads from those results (one commit: units, rules, skip reasons)
+    step report 60 bash -c "${TP[*]} alert --format json --output $WORK/alert.json; \
+${TP[*]} alert"
 ) &
 wait
 

@@ -30,6 +30,9 @@ def _events_around(fn) -> float:
 def test_region_clock_counts_the_kernels_not_their_launch():
     """A region holding an asynchronous kernel reads as long as the kernel runs: the clock
     synchronises before it answers (a perf_counter region would see the launch alone)."""
+    # load the kernel first: CUDA loads modules lazily, and the first launch's load falls
+    # between the events (an H100 read 33.7 ms for a 25.3 ms sleep, and this test failed)
+    torch.cuda._sleep(1000)
     torch.cuda.synchronize()
     bare = _events_around(lambda: torch.cuda._sleep(SLEEP_CYCLES))
     clock = RegionClock("cuda")
