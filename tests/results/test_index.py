@@ -95,8 +95,8 @@ def test_a_file_that_cannot_be_read_leaves_the_index_as_it_was(project):
     where = results_index.location(path, path / "results")
     _load(path, where)
     before = sqlite3.connect(where).execute(
-        "SELECT path, size, mtime_ns FROM files ORDER BY path").fetchall()
-    rows = sqlite3.connect(where).execute("SELECT count(*) FROM rows").fetchone()
+        "SELECT path, size, mtime_ns, packed FROM files ORDER BY path").fetchall()
+    series = sqlite3.connect(where).execute("SELECT * FROM series").fetchall()
     shas = synthetic.history(path)
     # one new good file and one damaged one: the update is all or nothing
     good = path / "results" / asv_results.filename(synthetic.MACHINE, shas[3], synthetic.ENV)
@@ -106,9 +106,9 @@ def test_a_file_that_cannot_be_read_leaves_the_index_as_it_was(project):
     with pytest.raises(asv_results.ResultsFileError):
         _load(path, where)
     con = sqlite3.connect(where)
-    assert con.execute("SELECT path, size, mtime_ns FROM files ORDER BY path").fetchall() \
-        == before
-    assert con.execute("SELECT count(*) FROM rows").fetchone() == rows
+    assert con.execute("SELECT path, size, mtime_ns, packed FROM files ORDER BY path"
+                       ).fetchall() == before
+    assert con.execute("SELECT * FROM series").fetchall() == series
 
 
 def test_alert_reads_through_the_index_and_says_the_same(project, capsys):

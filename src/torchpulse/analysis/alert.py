@@ -12,6 +12,7 @@ from pathlib import Path
 
 from torchpulse.analysis import exact
 from torchpulse.analysis import verdicts as verdicts_cache
+from torchpulse.analysis.columns import disturbed_of, undisturbed
 from torchpulse.analysis.defaults import (
     DEFAULT_ALPHA,
     DEFAULT_COUNT_THRESHOLD,
@@ -107,16 +108,20 @@ class Checked:
     @property
     def commits(self) -> int:
         """Commits that count: those not measured on a disturbed machine."""
-        return sum(not p.disturbed for p in self.series.points)
+        return int((~disturbed_of(self.series.points)).sum())
 
     @property
     def disturbed(self) -> tuple[str, ...]:
         """Commits measured on a disturbed machine (left out of detection), oldest first."""
+        flags = disturbed_of(self.series.points)
+        if not flags.any():
+            return ()
         return tuple(p.commit for p in self.series.points if p.disturbed)
 
     @property
     def newest_disturbed(self) -> bool:
-        return bool(self.series.points) and self.series.points[-1].disturbed
+        flags = disturbed_of(self.series.points)
+        return bool(len(flags)) and bool(flags[-1])
 
     def disturbed_text(self) -> str:
         """'' or what the disturbed points mean for this series' verdict."""
@@ -244,9 +249,10 @@ def threshold_for(series: Series, threshold: float, count_threshold: float) -> f
 
 def _analyse(series: Series, alpha: float, threshold: float, count_threshold: float,
              floor: float) -> SeriesVerdict:
+    points = list(series.points)  # Points: the detector reads them one by one
     if series.rule == EXACT:
-        return exact.analyse(series.points)
-    return analyse(series.points, alpha=alpha, threshold=threshold_for(
+        return exact.analyse(points)
+    return analyse(points, alpha=alpha, threshold=threshold_for(
         series, threshold, count_threshold), floor=floor)
 
 
@@ -281,8 +287,7 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
     def recent(alert: Alert) -> bool:
         return history.position[alert.commit] >= start
 
-    used = [dataclasses.replace(s, points=[p for p in s.points if not p.disturbed])
-            for s in series]
+    used = [dataclasses.replace(s, points=undisturbed(s.points)) for s in series]
     found = verdicts_cache.compute(
         used, functools.partial(_analyse, alpha=alpha, threshold=threshold,
                                 count_threshold=count_threshold, floor=floor),

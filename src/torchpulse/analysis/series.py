@@ -4,11 +4,14 @@ points in the first-parent commit order of a branch, with the samples asv record
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from torchpulse.analysis.columns import PointColumns
 from torchpulse.analysis.detect import Point
 from torchpulse.errors import TorchpulseError
 from torchpulse.results import index as results_index
@@ -47,7 +50,7 @@ class SeriesKey:
 class Series:
     key: SeriesKey
     unit: str
-    points: list[Point] = field(default_factory=list)
+    points: Sequence[Point] = field(default_factory=list)  # a list, or PointColumns
     # the results files' machine and environment fields (asv's graph parameters)
     params: dict[str, str] = field(default_factory=dict)
 
@@ -107,53 +110,82 @@ def _machines(results_dir: Path, only: str | None) -> list[str]:
     return names
 
 
-def _finite(value: object) -> bool:
-    """A value asv measured: finite and not negative (zero is a value: a failure rate)."""
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value) and value >= 0)
-
-
 def load_series(results_dir: Path, history: History, machine: str | None = None,
                 index: Path | None = None) -> tuple[list[Series], int]:
     """Every series in ``results_dir`` with points on ``history``; also the number of
     results files whose commit is not on it (other branches, rewritten history). With
     ``index`` (torchpulse.results.index), the files are read through it: parsed only when
-    new or changed since the last command; an index that cannot be written is skipped."""
+    new or changed since the last command; an index that cannot be written is skipped.
+
+    A point is a row whose commit is on the history, whose value is finite and not
+    negative (zero is a value: a failure rate; a failed or skipped row is none) and whose
+    benchmark version is the declared one (as asv's graphs); its samples are those finite
+    and not negative. Points are in history order (rows of one commit: by file path)."""
     declared = declared_benchmarks(results_dir)
     units = {name: str(b.get("unit") or "unit") for name, b in declared.items()}
-    # as asv's graphs: a point measured at another version of its benchmark is left out
     versions = {name: str(b["version"]) for name, b in declared.items() if b.get("version")}
     machines = _machines(results_dir, machine)
-    source = None
+    table = None
     if index is not None:
         try:
-            source = results_index.read(results_index.update(index, results_dir, machines),
-                                        machines)
+            table = results_index.read(results_index.update(index, results_dir, machines),
+                                       machines)
         except (sqlite3.Error, OSError):  # read-only, or another process's lock held long
-            source = None
-    files, rows = source or results_index.read_files(results_dir, machines)
-    found: dict[SeriesKey, Series] = {}
+            table = None
+    if table is None:
+        table = results_index.read_files(results_dir, machines)
+    position = history.position
+    file_pos = np.array([position.get(commit, -1) for _, commit, _, _ in table.files],
+                        dtype=np.int64)
+    # one key a series entry: entries of other versions of a benchmark share it
+    keys: dict[SeriesKey, int] = {}
+    key_of = np.empty(len(table.series), dtype=np.int64)
+    version_ok = np.empty(len(table.series), dtype=bool)
+    for i, (mach, env, bench, combo, version) in enumerate(table.series):
+        key_of[i] = keys.setdefault(SeriesKey(bench, combo, mach, env), len(keys))
+        version_ok[i] = bench not in versions or version in (None, versions[bench])
+    pos = file_pos[table.file]
+    with np.errstate(invalid="ignore"):
+        rows = np.flatnonzero((pos >= 0) & np.isfinite(table.value) & (table.value >= 0)
+                              & version_ok[table.sid])
+    # by series, then history position, then file path (files are in path order)
+    rows = rows[np.lexsort((table.file[rows], pos[rows], key_of[table.sid[rows]]))]
+    del pos
+    kid = key_of[table.sid[rows]]
+    # samples: those finite and not negative (of every row: a row's stay together)
+    with np.errstate(invalid="ignore"):
+        sample_ok = (table.samples >= 0) & (table.samples < np.inf)
+    ends = np.cumsum(table.nsamples)
+    if sample_ok.all():
+        flat, kept = table.samples, table.nsamples
+    else:
+        before = np.concatenate(([0], np.cumsum(sample_ok)))
+        kept = before[ends] - before[ends - table.nsamples]
+        flat = table.samples[sample_ok]
+        ends = np.cumsum(kept)
+    del sample_ok
+    counts = kept[rows]
+    offsets = (ends - kept)[rows]
+    files = table.files
+    commits = [commit for _, commit, _, _ in files]
+    commit_ids = table.file[rows]
+    values, started, seconds = table.value[rows], table.started[rows], table.seconds[rows]
+    del table, kept, ends  # the points hold what they need: the rest goes now
+    bounds = np.flatnonzero(np.diff(kid)) + 1
+    starts = np.concatenate(([0], bounds)) if len(rows) else np.zeros(0, dtype=np.int64)
+    stops = np.concatenate((bounds, [len(rows)])) if len(rows) else starts
+    by_id = list(keys)
+    found = []
     unit_of: dict[str, str] = {}
-    for row in rows:
-        if row.commit not in history.position:
-            continue
-        bench = row.benchmark
-        if bench in versions and row.version not in (None, versions[bench]):
-            continue
-        value = row.value
-        if not _finite(value):
-            continue  # failed or skipped at this commit: no point
-        key = SeriesKey(bench, row.combo, row.machine, row.env)
-        entry = found.get(key)
-        if entry is None:
-            if bench not in unit_of:
-                unit_of[bench] = _unit(bench, units)
-            entry = found[key] = Series(key, unit_of[bench], params=dict(row.params))
-        # _finite inlined: a thousand commits of 400 series are millions of samples
-        kept = tuple(x for x in row.samples or () if 0 <= x < math.inf)
-        entry.points.append(Point(row.commit, float(value), kept, row.started, row.seconds))
-    off_branch = sum(commit not in history.position for commit in files.values())
-    series = sorted(found.values(), key=lambda s: s.key)
-    for s in series:
-        s.points.sort(key=lambda p: history.position[p.commit])
-    return series, off_branch
+    for a, b in zip(starts.tolist(), stops.tolist(), strict=True):
+        key = by_id[kid[a]]
+        bench = key.benchmark
+        if bench not in unit_of:
+            unit_of[bench] = _unit(bench, units)
+        # the fields of the file of the series' first row in path order
+        first = commit_ids[a + int(np.argmin(rows[a:b]))]
+        points = PointColumns(commits, commit_ids[a:b], values[a:b], offsets[a:b],
+                              counts[a:b], flat, started[a:b], seconds[a:b])
+        found.append(Series(key, unit_of[bench], points, params=dict(files[first][3])))
+    off_branch = int((file_pos < 0).sum())
+    return sorted(found, key=lambda s: s.key), off_branch

@@ -22,7 +22,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from torchpulse.analysis import detect, drift, exact
+from torchpulse.analysis import columns, detect, drift, exact
+from torchpulse.analysis.columns import PointColumns
 from torchpulse.analysis.detect import SeriesVerdict
 from torchpulse.analysis.series import Series
 
@@ -39,7 +40,7 @@ def _code_version() -> bytes:
     import scipy
 
     h = hashlib.sha256()
-    for module in (detect, drift, exact):
+    for module in (detect, drift, exact, columns):
         h.update(Path(module.__file__).read_bytes())
     h.update(f"{numpy.__version__} {scipy.__version__}".encode())
     return h.digest()
@@ -49,8 +50,11 @@ def digest(series: Series, settings: tuple) -> bytes:
     """What a verdict of ``series`` depends on, as one digest."""
     h = hashlib.blake2b(_code_version(), digest_size=20)
     h.update(repr((series.rule, settings)).encode())
-    h.update(pickle.dumps([(p.commit, p.value, p.samples, p.disturbed) for p in series.points],
-                          protocol=5))
+    if isinstance(series.points, PointColumns):  # tagged: never the digest of a list
+        h.update(b"columns\0" + series.points.content())
+    else:
+        h.update(pickle.dumps([(p.commit, p.value, p.samples, p.disturbed)
+                               for p in series.points], protocol=5))
     return h.digest()
 
 

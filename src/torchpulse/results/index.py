@@ -25,33 +25,36 @@ import hashlib
 import json
 import os
 import sqlite3
+import struct
 import time
-from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 from torchpulse.results import asv_results
 
-FORMAT = "3"
+FORMAT = "4"
 RACY = 2.0  # seconds: a file this close to its indexing is read again next time
+_HEADER = struct.Struct("<qq")  # a packed file: its rows, its samples
 
 
-class Row(NamedTuple):
-    """One benchmark row of one results file, as the series are built from it (a tuple: a
-    history holds hundreds of thousands, made once per command)."""
+class Table(NamedTuple):
+    """Every row of a results tree as columns (one entry a benchmark row of a file; rows of
+    one file together, files in path order): what the series are built from in a few
+    numpy passes, not a Python object a point."""
 
-    machine: str
-    commit: str
-    env: str
-    params: dict[str, str]  # the file's machine and environment fields
-    benchmark: str
-    version: str | None
-    combo: tuple[str, ...]
-    value: object  # as asv stored it (None, NaN: failed or skipped)
-    samples: tuple[float, ...] | None
-    started: float | None
-    seconds: float | None
+    files: list[tuple[str, str, str, dict[str, str]]]  # (path, commit, env, fields)
+    # the distinct (machine, env, benchmark, combination, version) the rows belong to
+    series: list[tuple[str, str, str, tuple[str, ...], str | None]]
+    file: np.ndarray  # int32: the row's file (index into files)
+    sid: np.ndarray  # int32: the row's entry of series
+    value: np.ndarray  # float64: asv's value, NaN where it stored none or not a number
+    started: np.ndarray  # float64: the job's start (ms since the epoch), NaN: not stored
+    seconds: np.ndarray  # float64: the job's duration, NaN: not stored
+    nsamples: np.ndarray  # int32: the row's samples (numbers only) in ``samples``, in order
+    samples: np.ndarray  # float64
 
 
 def location(root: Path, results_dir: Path) -> Path:
@@ -72,10 +75,19 @@ def _files(results_dir: Path, machines: list[str]) -> dict[str, tuple[int, int, 
     return found
 
 
-def parse(results_dir: Path, rel: str) -> tuple[str, str, dict[str, str], list[tuple]]:
-    """One results file (``machine/file.json`` under ``results_dir``): its commit,
-    environment, machine and environment fields, and its rows as the index stores them
-    (combination joined, samples packed; numbers only)."""
+class Parsed(NamedTuple):
+    """One results file as the index stores it."""
+
+    commit: str
+    env: str
+    params: dict[str, str]  # the file's machine and environment fields
+    # (benchmark, version, combination, value, samples, started, seconds); numbers only:
+    # value None where asv stored none or not a number, samples without non-numbers
+    rows: list[tuple]
+
+
+def parse(results_dir: Path, rel: str) -> Parsed:
+    """One results file (``machine/file.json`` under ``results_dir``)."""
     machine = rel.split("/", 1)[0]
     results = asv_results.load(results_dir / rel, machine=machine)
     out = []
@@ -83,45 +95,104 @@ def parse(results_dir: Path, rel: str) -> tuple[str, str, dict[str, str], list[t
         started, seconds = asv_results.timing(results, bench)
         version = asv_results.version(results, bench)
         for combo, value, samples in asv_results.rows(results, bench):
-            number = float(value) if _number(value) else None
-            kept = None if samples is None else array(
-                "d", [float(x) for x in samples if _number(x)]).tobytes()
-            out.append((rel, bench, version, json.dumps(combo), number, kept, started,
-                        seconds))
-    return results.commit_hash, results.env_name, dict(results.params), out
+            out.append((bench, version, combo, float(value) if _number(value) else None,
+                        [float(x) for x in samples or () if _number(x)], started, seconds))
+    return Parsed(results.commit_hash, results.env_name, dict(results.params), out)
 
 
 def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _row(machine: str, commit: str, env: str, params: dict[str, str], stored: tuple,
-         combos: dict[str, tuple[str, ...]]) -> Row:
-    _, bench, version, combo, value, samples, started, seconds = stored
-    key = combos.get(combo)
-    if key is None:  # a tree has few distinct combinations: each is decoded once
-        key = combos[combo] = tuple(json.loads(combo))
-    return Row(machine, commit, env, params, bench, version, key,
-               float("nan") if value is None else value,
-               tuple(array("d", samples)) if samples is not None else None, started, seconds)
+def _nan(x: float | None) -> float:
+    return float("nan") if x is None else x
 
 
-def read_files(results_dir: Path, machines: list[str]) -> tuple[dict[str, str], Iterator[Row]]:
-    """Without an index: {file: commit} and the rows of every file, parsed now."""
-    files = {}
-    parsed = []
+def pack(rows: list[tuple], sid: Callable[[tuple], int]) -> bytes:
+    """A parsed file's rows as bytes (``sid``: the series entry of a row's (benchmark,
+    version, combination))."""
+    n = len(rows)
+    flat = [x for r in rows for x in r[4]]
+    head = np.array([[sid(r[:3]), len(r[4])] for r in rows], dtype=np.int64).reshape(n, 2)
+    numbers = np.array([[_nan(r[3]), _nan(r[5]), _nan(r[6])] for r in rows],
+                       dtype=np.float64).reshape(n, 3)
+    return b"".join((_HEADER.pack(n, len(flat)), head.T.tobytes(), numbers.T.tobytes(),
+                     np.array(flat, dtype=np.float64).tobytes()))
+
+
+def _unpack(blob: bytes) -> tuple[np.ndarray, ...]:
+    n, m = _HEADER.unpack_from(blob)
+    at = _HEADER.size
+    head = np.frombuffer(blob, np.int64, 2 * n, at).reshape(2, n)
+    at += 16 * n
+    numbers = np.frombuffer(blob, np.float64, 3 * n, at).reshape(3, n)
+    return head[0], head[1], numbers[0], numbers[1], numbers[2], \
+        np.frombuffer(blob, np.float64, m, at + 24 * n)
+
+
+def _table(files: list[tuple[str, str, str, dict[str, str]]],
+           series: list[tuple[str, str, str, tuple[str, ...], str | None]],
+           blobs: Iterable[bytes], rows: int, samples: int) -> Table:
+    """The columns of ``blobs`` (packed files, in the order of ``files``), holding ``rows``
+    rows and ``samples`` samples: filled one file at a time, so that the packed files and
+    the columns are never in memory together."""
+    table = Table(files, series, np.empty(rows, np.int32), np.empty(rows, np.int32),
+                  np.empty(rows), np.empty(rows), np.empty(rows), np.empty(rows, np.int32),
+                  np.empty(samples))
+    at = flat = 0
+    for i, blob in enumerate(blobs):
+        try:
+            sid, nsamples, value, started, seconds, sample = _unpack(blob)
+        except (struct.error, ValueError, TypeError):
+            raise sqlite3.DatabaseError("the index holds a damaged packed file") from None
+        n, m = len(sid), len(sample)
+        if at + n > rows or flat + m > samples:
+            raise sqlite3.DatabaseError("the index's packed rows disagree with its counts")
+        end = at + n
+        table.file[at:end] = i
+        table.sid[at:end], table.nsamples[at:end] = sid, nsamples
+        table.value[at:end], table.started[at:end], table.seconds[at:end] = \
+            value, started, seconds
+        table.samples[flat:flat + m] = sample
+        at, flat = end, flat + m
+    if (at, flat) != (rows, samples):
+        raise sqlite3.DatabaseError("the index's packed rows disagree with its counts")
+    return table
+
+
+class _Ids:
+    """Series entries by (machine, env, benchmark, version, combination), numbered as met."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+
+    def of(self, machine: str, env: str) -> Callable[[tuple], int]:
+        def sid(row: tuple) -> int:
+            key = (machine, env, *row)
+            found = self.ids.get(key)
+            if found is None:
+                found = self.ids[key] = len(self.ids)
+            return found
+        return sid
+
+    def entries(self) -> list[tuple[str, str, str, tuple[str, ...], str | None]]:
+        out = [None] * len(self.ids)
+        for (machine, env, bench, version, combo), i in self.ids.items():
+            out[i] = (machine, env, bench, tuple(combo), version)
+        return out
+
+
+def read_files(results_dir: Path, machines: list[str]) -> Table:
+    """Without an index: every file of ``machines`` parsed now."""
+    ids = _Ids()
+    files, blobs = [], []
     for rel in sorted(_files(results_dir, machines)):
-        commit, env, params, stored = parse(results_dir, rel)
-        files[rel] = commit
-        parsed.append((rel.split("/", 1)[0], commit, env, params, stored))
-
-    def rows() -> Iterator[Row]:
-        combos: dict[str, tuple[str, ...]] = {}
-        for machine, commit, env, params, stored in parsed:
-            for r in stored:
-                yield _row(machine, commit, env, params, r, combos)
-
-    return files, rows()
+        parsed = parse(results_dir, rel)
+        files.append((rel, parsed.commit, parsed.env, parsed.params))
+        blobs.append(pack(parsed.rows, ids.of(rel.split("/", 1)[0], parsed.env)))
+    sizes = [_HEADER.unpack_from(b) for b in blobs]
+    return _table(files, ids.entries(), blobs, sum(n for n, _ in sizes),
+                  sum(m for _, m in sizes))
 
 
 def _schema(con: sqlite3.Connection) -> None:
@@ -129,10 +200,9 @@ def _schema(con: sqlite3.Connection) -> None:
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
         CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER,
             mtime_ns INTEGER, inode INTEGER, indexed_ns INTEGER, commit_hash TEXT, env TEXT,
-            params TEXT);
-        CREATE TABLE IF NOT EXISTS rows (path TEXT, benchmark TEXT, version TEXT,
-            combo TEXT, value REAL, samples BLOB, started REAL, seconds REAL);
-        CREATE INDEX IF NOT EXISTS rows_path ON rows (path);
+            params TEXT, nrows INTEGER, nsamples INTEGER, packed BLOB);
+        CREATE TABLE IF NOT EXISTS series (id INTEGER PRIMARY KEY, machine TEXT, env TEXT,
+            benchmark TEXT, version TEXT, combo TEXT);
     """)
 
 
@@ -159,6 +229,14 @@ def _open(path: Path, fresh: bool = False) -> sqlite3.Connection:
     return con
 
 
+def _stored_ids(con: sqlite3.Connection) -> _Ids:
+    ids = _Ids()
+    for i, machine, env, bench, version, combo in con.execute(
+            "SELECT id, machine, env, benchmark, version, combo FROM series"):
+        ids.ids[(machine, env, bench, version, tuple(json.loads(combo)))] = i
+    return ids
+
+
 def update(path: Path, results_dir: Path, machines: list[str],
            progress: Callable[[str], None] | None = None) -> sqlite3.Connection:
     """The index at ``path`` brought up to date with the files of ``machines`` (parsing
@@ -181,15 +259,21 @@ def update(path: Path, results_dir: Path, machines: list[str],
     con.execute("BEGIN IMMEDIATE")
     now = time.time_ns()
     try:
+        ids = _stored_ids(con)
+        known = len(ids.ids)
         for p in gone:
-            con.execute("DELETE FROM rows WHERE path = ?", (p,))
             con.execute("DELETE FROM files WHERE path = ?", (p,))
         for p in changed:
-            con.execute("DELETE FROM rows WHERE path = ?", (p,))
-            commit, env, params, stored = parse(results_dir, p)
-            con.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)", stored)
-            con.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (p, *current[p], now, commit, env, json.dumps(params)))
+            parsed = parse(results_dir, p)
+            packed = pack(parsed.rows, ids.of(p.split("/", 1)[0], parsed.env))
+            con.execute("INSERT OR REPLACE INTO files VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (p, *current[p], now, parsed.commit, parsed.env,
+                         json.dumps(parsed.params), *_HEADER.unpack_from(packed), packed))
+        con.executemany("INSERT INTO series VALUES (?, ?, ?, ?, ?, ?)",
+                        [(i, machine, env, bench, version, json.dumps(combo))
+                         for (machine, env, bench, version, combo), i in ids.ids.items()
+                         if i >= known])
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -197,20 +281,20 @@ def update(path: Path, results_dir: Path, machines: list[str],
     return con
 
 
-def read(con: sqlite3.Connection, machines: list[str]
-         ) -> tuple[dict[str, str], Iterator[Row]]:
-    """From the index: {file: commit} of the files of ``machines``, and their rows."""
-    files = {}
-    for p, commit, env, params in con.execute(
-            "SELECT path, commit_hash, env, params FROM files"):
-        machine = p.split("/", 1)[0]
-        if machine in machines:
-            files[p] = (machine, commit, env, json.loads(params))
-
-    def rows() -> Iterator[Row]:
-        combos: dict[str, tuple[str, ...]] = {}
-        for stored in con.execute("SELECT * FROM rows ORDER BY rowid"):
-            if stored[0] in files:
-                yield _row(*files[stored[0]], stored, combos)
-
-    return {p: f[1] for p, f in files.items()}, rows()
+def read(con: sqlite3.Connection, machines: list[str]) -> Table:
+    """From the index: the files of ``machines`` and their rows (one read transaction)."""
+    con.execute("BEGIN")
+    try:
+        files, rows, samples = [], 0, 0
+        for p, commit, env, params, n, m in con.execute(
+                "SELECT path, commit_hash, env, params, nrows, nsamples FROM files "
+                "ORDER BY path"):
+            if p.split("/", 1)[0] in machines:
+                files.append((p, commit, env, json.loads(params)))
+                rows, samples = rows + n, samples + m
+        wanted = {p for p, *_ in files}
+        blobs = (packed for p, packed in con.execute(
+            "SELECT path, packed FROM files ORDER BY path") if p in wanted)
+        return _table(files, _stored_ids(con).entries(), blobs, rows, samples)
+    finally:
+        con.execute("COMMIT")

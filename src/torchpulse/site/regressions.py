@@ -25,6 +25,7 @@ from asv.feed import FeedEntry, write_atom
 from asv.graph import Graph
 
 from torchpulse.analysis.alert import Alert, Report
+from torchpulse.analysis.columns import values_of
 from torchpulse.analysis.report import change, human
 from torchpulse.analysis.series import Series
 from torchpulse.files import write_atomically, write_json_atomically
@@ -70,7 +71,7 @@ def _entry(alert: Alert, series: Series, index: dict, revision: dict[str, int],
     shown = {k: v for k, v in full.items() if len(index["params"].get(k) or []) > 1}
     name = alert.key.benchmark + (f"({', '.join(alert.key.params)})" if alert.key.params
                                   else "")
-    values = [p.value for p in series.points]
+    values = values_of(series.points).tolist()
     return [name, Graph.get_file_path(full, alert.key.benchmark) + ".json", shown, j,
             values[-1], min(values), [[*jump, alert.before, alert.after]]]
 

@@ -9,6 +9,7 @@ import math
 from html import escape
 
 from torchpulse.analysis.alert import Checked
+from torchpulse.analysis.columns import undisturbed, values_of
 from torchpulse.analysis.report import human
 
 WIDTH, HEIGHT = 150, 34  # px, the size of a line of the table
@@ -22,7 +23,7 @@ def baseline(checked: Checked) -> float | None:
     verdict = checked.verdict
     if checked.alert is not None:
         return checked.alert.before
-    counted = [p.value for p in checked.series.points if not p.disturbed]
+    counted = values_of(undisturbed(checked.series.points)).tolist()
     if verdict.change_points:
         counted = counted[verdict.change_points[-1].index:]
     counted = [v for v in counted if math.isfinite(v)]
@@ -38,7 +39,8 @@ def render(checked: Checked, threshold: float | None, newest: int = NEWEST) -> s
     ``threshold`` None (an exact counter: any increase counts): the baseline, with no band."""
     points = checked.series.points
     first = max(0, len(points) - newest)
-    shown = [(i, p) for i, p in enumerate(points) if i >= first and math.isfinite(p.value)]
+    shown = [(i, p) for i, p in ((i, points[i]) for i in range(first, len(points)))
+             if math.isfinite(p.value)]  # the newest only: a long history's points stay unmade
     if not shown:
         return ""
     unit = checked.series.unit
