@@ -26,9 +26,8 @@ from torchpulse.analysis.report import (
 from torchpulse.analysis.series import COUNT, SeriesKey
 from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 from torchpulse.site import sparkline
+from torchpulse.site.names import ALERTS_JSON, PAGE  # noqa: F401 (page.PAGE, as before)
 
-PAGE = "torchpulse.html"
-ALERTS_JSON = "torchpulse-alerts.json"
 _ICON = '<link rel="icon" href="swallow.ico">'  # asv's, beside index.html
 
 _STYLE = """

@@ -10,16 +10,22 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from torchpulse.analysis.report import to_json
-from torchpulse.analysis.summary import Summary, build
 from torchpulse.errors import TorchpulseError
 from torchpulse.results.project import Project
-from torchpulse.site import assets, page, regressions, sanitize, target
+from torchpulse.site import assets, sanitize, target
+from torchpulse.site.names import ALERTS_JSON, PAGE
+
+if TYPE_CHECKING:
+    from torchpulse.analysis.summary import Summary
+
+# The analysis and the pages (numpy, scipy: most of a second to import) are imported once
+# asv publish has started, so that its graphs and that import overlap.
 
 # asv's navigation bar (on every asv view, all in index.html) gets a link to our page.
 _NAV_ANCHOR = '<li id="nav-li-regressions"><a href="#/regressions">Regressions</a></li>'
-NAV_LINK = (f'<li id="nav-li-torchpulse"><a href="{page.PAGE}">torchpulse summary'
+NAV_LINK = (f'<li id="nav-li-torchpulse"><a href="{PAGE}">torchpulse summary'
             "</a></li>")
 
 
@@ -55,6 +61,8 @@ def _finish_asv_publish(proc: subprocess.Popen) -> None:
 
 
 def _summarise(project: Project) -> tuple[Summary | None, str | None]:
+    from torchpulse.analysis.summary import build
+
     try:
         return build(project), None
     except TorchpulseError as exc:  # a remote repo, an unreadable results file ...
@@ -62,11 +70,14 @@ def _summarise(project: Project) -> tuple[Summary | None, str | None]:
 
 
 def _write_summary(out: Path, summary: Summary | None, error: str | None) -> None:
+    from torchpulse.analysis.report import to_json
+    from torchpulse.site import page
+
     if summary is None:
-        (out / page.PAGE).write_text(page.unavailable(str(error)), encoding="utf-8")
+        (out / PAGE).write_text(page.unavailable(str(error)), encoding="utf-8")
         return
-    (out / page.PAGE).write_text(page.render(summary), encoding="utf-8")
-    (out / page.ALERTS_JSON).write_text(to_json(summary.report), encoding="utf-8")
+    (out / PAGE).write_text(page.render(summary), encoding="utf-8")
+    (out / ALERTS_JSON).write_text(to_json(summary.report), encoding="utf-8")
 
 
 def publish(project: Project, node_modules: Path, *,
@@ -97,6 +108,8 @@ def _publish(project: Project, node_modules: Path, html: Path, range_spec: str |
             proc.wait()
             raise
         _finish_asv_publish(proc)
+        from torchpulse.site import regressions
+
         vendored = assets.vendor(scratch, node_modules)
         same = sum(v.identical for v in vendored)
         progress(f"== {len(vendored)} assets copied into {html.name}/{assets.VENDOR_DIR}"
@@ -113,11 +126,11 @@ def _publish(project: Project, node_modules: Path, html: Path, range_spec: str |
         progress(f"== {checked} benchmarks' names checked; their code, pretty names and the "
                  "machine details escaped for asv's HTML tooltips")
         if summary is not None:
-            progress(f"== summary page {page.PAGE}: {summary.report.series_count} "
+            progress(f"== summary page {PAGE}: {summary.report.series_count} "
                      f"series on {len(summary.machines)} machine(s), "
                      f"{len(summary.report.alerts)} active regression(s)")
         else:
-            progress(f"== summary page {page.PAGE}: not built ({error})")
+            progress(f"== summary page {PAGE}: not built ({error})")
         target.put(scratch, html)
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
