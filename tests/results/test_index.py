@@ -141,3 +141,39 @@ def test_any_parameter_text_round_trips(tmp_path):
     assert {key.params for key, *_ in direct[0]} == {(p,) for p in params[0]}
     assert _load(tmp_path, where) == direct
     assert _load(tmp_path, where) == direct
+
+
+@pytest.mark.parametrize("forge", [
+    "UPDATE files SET nrows = 1000000000000 WHERE rowid = 1",  # counts it does not hold
+    "UPDATE files SET nsamples = -1 WHERE rowid = 1",
+    "UPDATE files SET packed = substr(packed, 1, 40) WHERE rowid = 1",
+    "UPDATE series SET id = id + 1000",  # rows naming series that are not there
+    "UPDATE files SET params = '{not json' WHERE rowid = 1",
+    "UPDATE series SET combo = '[[1]]' WHERE id = 0",
+    "a row naming a series number past the last",
+])
+def test_an_index_whose_rows_do_not_hold_together_is_built_again(project, forge):
+    """The index is derived data in the project's folder: what it holds is checked before
+    anything is allocated from it or indexed with it, and a damaged one is rebuilt."""
+    import os
+    import time
+
+    path, _ = project
+    for file in (path / "results").rglob("*.json"):  # not racy: read from the index
+        os.utime(file, (time.time() - 60, time.time() - 60))
+    where = results_index.location(path, path / "results")
+    direct = _load(path, None)
+    assert _load(path, where) == direct
+    con = sqlite3.connect(where)
+    if forge.startswith("UPDATE"):
+        con.execute(forge)
+    else:  # the first row's series number (after the 16-byte header), as large as it goes
+        blob = con.execute("SELECT packed FROM files WHERE rowid = 1").fetchone()[0]
+        con.execute("UPDATE files SET packed = ? WHERE rowid = 1",
+                    (blob[:16] + (2**31 - 1).to_bytes(8, "little") + blob[24:],))
+    con.commit()
+    con.close()
+    assert _load(path, where) == direct
+    con = sqlite3.connect(where)
+    assert con.execute("SELECT count(*) FROM files WHERE nrows < 1000000").fetchone()[0] == 12
+    assert con.execute("SELECT min(id) FROM series").fetchone()[0] == 0

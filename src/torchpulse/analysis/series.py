@@ -128,8 +128,7 @@ def load_series(results_dir: Path, history: History, machine: str | None = None,
     table = None
     if index is not None:
         try:
-            table = results_index.read(results_index.update(index, results_dir, machines),
-                                       machines)
+            table = results_index.load(index, results_dir, machines)
         except (sqlite3.Error, OSError):  # read-only, or another process's lock held long
             table = None
     if table is None:

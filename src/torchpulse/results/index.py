@@ -40,6 +40,10 @@ RACY = 2.0  # seconds: a file this close to its indexing is read again next time
 _HEADER = struct.Struct("<qq")  # a packed file: its rows, its samples
 
 
+class Damaged(sqlite3.DatabaseError):
+    """The index's packed rows do not hold together (a damaged or a forged file)."""
+
+
 class Table(NamedTuple):
     """Every row of a results tree as columns (one entry a benchmark row of a file; rows of
     one file together, files in path order): what the series are built from in a few
@@ -120,6 +124,10 @@ def pack(rows: list[tuple], sid: Callable[[tuple], int]) -> bytes:
                      np.array(flat, dtype=np.float64).tobytes()))
 
 
+def _size(n: int, m: int) -> int:
+    return _HEADER.size + 40 * n + 8 * m
+
+
 def _unpack(blob: bytes) -> tuple[np.ndarray, ...]:
     n, m = _HEADER.unpack_from(blob)
     at = _HEADER.size
@@ -144,10 +152,12 @@ def _table(files: list[tuple[str, str, str, dict[str, str]]],
         try:
             sid, nsamples, value, started, seconds, sample = _unpack(blob)
         except (struct.error, ValueError, TypeError):
-            raise sqlite3.DatabaseError("the index holds a damaged packed file") from None
+            raise Damaged("the index holds a damaged packed file") from None
         n, m = len(sid), len(sample)
-        if at + n > rows or flat + m > samples:
-            raise sqlite3.DatabaseError("the index's packed rows disagree with its counts")
+        if at + n > rows or flat + m > samples or len(blob) != _size(n, m) \
+                or (n and (nsamples.min() < 0 or sid.min() < 0 or sid.max() >= len(series))) \
+                or int(nsamples.sum()) != m:
+            raise Damaged("the index's packed rows do not hold together")
         end = at + n
         table.file[at:end] = i
         table.sid[at:end], table.nsamples[at:end] = sid, nsamples
@@ -156,15 +166,17 @@ def _table(files: list[tuple[str, str, str, dict[str, str]]],
         table.samples[flat:flat + m] = sample
         at, flat = end, flat + m
     if (at, flat) != (rows, samples):
-        raise sqlite3.DatabaseError("the index's packed rows disagree with its counts")
+        raise Damaged("the index's packed rows do not hold together")
     return table
 
 
 class _Ids:
-    """Series entries by (machine, env, benchmark, version, combination), numbered as met."""
+    """Series entries by (machine, env, benchmark, version, combination), numbered 0, 1, ...
+    as met."""
 
     def __init__(self) -> None:
         self.ids: dict[tuple, int] = {}
+        self.new: list[tuple] = []  # the keys numbered since the stored ones were read
 
     def of(self, machine: str, env: str) -> Callable[[tuple], int]:
         def sid(row: tuple) -> int:
@@ -172,12 +184,15 @@ class _Ids:
             found = self.ids.get(key)
             if found is None:
                 found = self.ids[key] = len(self.ids)
+                self.new.append(key)
             return found
         return sid
 
     def entries(self) -> list[tuple[str, str, str, tuple[str, ...], str | None]]:
-        out = [None] * len(self.ids)
+        out: list = [None] * len(self.ids)
         for (machine, env, bench, version, combo), i in self.ids.items():
+            if not 0 <= i < len(out) or out[i] is not None:
+                raise Damaged("the index's series are not numbered 0, 1, ...")
             out[i] = (machine, env, bench, tuple(combo), version)
         return out
 
@@ -231,17 +246,22 @@ def _open(path: Path, fresh: bool = False) -> sqlite3.Connection:
 
 def _stored_ids(con: sqlite3.Connection) -> _Ids:
     ids = _Ids()
-    for i, machine, env, bench, version, combo in con.execute(
-            "SELECT id, machine, env, benchmark, version, combo FROM series"):
-        ids.ids[(machine, env, bench, version, tuple(json.loads(combo)))] = i
+    try:
+        for i, machine, env, bench, version, combo in con.execute(
+                "SELECT id, machine, env, benchmark, version, combo FROM series"):
+            ids.ids[(machine, env, bench, version, tuple(json.loads(combo)))] = i
+    except (ValueError, TypeError):  # not the JSON of a list of strings
+        raise Damaged("the index's series do not hold together") from None
     return ids
 
 
 def update(path: Path, results_dir: Path, machines: list[str],
-           progress: Callable[[str], None] | None = None) -> sqlite3.Connection:
+           progress: Callable[[str], None] | None = None,
+           fresh: bool = False) -> sqlite3.Connection:
     """The index at ``path`` brought up to date with the files of ``machines`` (parsing
-    those new or changed since, forgetting those gone), in one transaction."""
-    con = _open(path)
+    those new or changed since, forgetting those gone), in one transaction; ``fresh``:
+    built anew."""
+    con = _open(path, fresh=fresh)
     current = _files(results_dir, machines)
     stored, racy = {}, set()
     for p, size, mtime, inode, indexed in con.execute(
@@ -260,7 +280,7 @@ def update(path: Path, results_dir: Path, machines: list[str],
     now = time.time_ns()
     try:
         ids = _stored_ids(con)
-        known = len(ids.ids)
+        ids.entries()  # numbered as they should be: new numbers follow on
         for p in gone:
             con.execute("DELETE FROM files WHERE path = ?", (p,))
         for p in changed:
@@ -271,9 +291,7 @@ def update(path: Path, results_dir: Path, machines: list[str],
                         (p, *current[p], now, parsed.commit, parsed.env,
                          json.dumps(parsed.params), *_HEADER.unpack_from(packed), packed))
         con.executemany("INSERT INTO series VALUES (?, ?, ?, ?, ?, ?)",
-                        [(i, machine, env, bench, version, json.dumps(combo))
-                         for (machine, env, bench, version, combo), i in ids.ids.items()
-                         if i >= known])
+                        [(ids.ids[key], *key[:4], json.dumps(key[4])) for key in ids.new])
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -281,15 +299,33 @@ def update(path: Path, results_dir: Path, machines: list[str],
     return con
 
 
+def load(path: Path, results_dir: Path, machines: list[str]) -> Table:
+    """The rows of the files of ``machines``, through the index at ``path`` (brought up to
+    date first); an index whose rows do not hold together is built again from the files."""
+    try:
+        con = update(path, results_dir, machines)
+    except (Damaged, sqlite3.IntegrityError):
+        return read(update(path, results_dir, machines, fresh=True), machines)
+    try:
+        return read(con, machines)
+    except (Damaged, ValueError, TypeError):  # the last two: its JSON fields
+        con.close()
+        return read(update(path, results_dir, machines, fresh=True), machines)
+
+
 def read(con: sqlite3.Connection, machines: list[str]) -> Table:
     """From the index: the files of ``machines`` and their rows (one read transaction)."""
     con.execute("BEGIN")
     try:
         files, rows, samples = [], 0, 0
-        for p, commit, env, params, n, m in con.execute(
-                "SELECT path, commit_hash, env, params, nrows, nsamples FROM files "
-                "ORDER BY path"):
+        for p, commit, env, params, n, m, size in con.execute(
+                "SELECT path, commit_hash, env, params, nrows, nsamples, length(packed) "
+                "FROM files ORDER BY path"):
             if p.split("/", 1)[0] in machines:
+                # checked before anything is allocated from them
+                if not (isinstance(n, int) and isinstance(m, int) and n >= 0 and m >= 0
+                        and size == _size(n, m)):
+                    raise Damaged(f"the index's entry of {p} does not hold together")
                 files.append((p, commit, env, json.loads(params)))
                 rows, samples = rows + n, samples + m
         wanted = {p for p, *_ in files}
