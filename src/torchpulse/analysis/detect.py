@@ -279,8 +279,11 @@ def run_levels(points: Sequence[Point], linear: bool = False
         scale = MAD_TO_SD * np.median(dev, axis=1)
         inlier = dev <= 3.0 * scale[:, None]
         means = np.mean(data, axis=1)
-        for r in np.nonzero(~inlier.all(axis=1) & (scale > 0))[0]:  # a slow sample or two
-            means[r] = np.mean(data[r][inlier[r]])
+        slow = np.nonzero(~inlier.all(axis=1) & (scale > 0))[0]  # a slow sample or two
+        kept = inlier[slow].sum(axis=1)
+        for j in np.unique(kept):  # the rows keeping j samples: one row each, in order
+            rows = slow[kept == j]
+            means[rows] = np.mean(data[rows][inlier[rows]].reshape(len(rows), j), axis=1)
         levels[idx] = np.where(scale > 0, means, centre)
         within[idx] = _rows_spread(dev)
     return levels, within, np.concatenate(measured) if measured else np.zeros(0)
