@@ -163,3 +163,26 @@ def test_the_loader_makes_the_points_a_plain_loop_makes(repo, files):
             assert {s.key: list(s.points) for s in series} == expected
             assert [s.key for s in series] == sorted(expected)
             assert off == sum(at == 4 for _, at in files)
+
+
+def test_assess_flags_a_series_of_columns_as_one_of_points():
+    """The canary's rule end to end: a slow reading flags the jobs beside it either way."""
+    level = 0.017
+
+    def series(name, values, starts, seconds):
+        return Series(SeriesKey(name, (), "m", "e"), "seconds", [
+            Point(f"c{i}", v, (v,) * 3, None if t is None else t * 1000.0, seconds)
+            for i, (v, t) in enumerate(zip(values, starts, strict=True))])
+
+    canary = series("bench_rnns." + disturbance.CANARY_METHOD,
+                    [level, level, level * 2, level, level * 1.1, level, level],
+                    [0, 100, 200, 300, 400, 500, 600], 0.3)
+    jobs = series("bench_rnns.LSTM.time_forward", [0.01] * 7,
+                  [50, 150, 250, None, 450, 550, 580], 10.0)
+    columns = Series(jobs.key, jobs.unit, PointColumns.of(jobs.points))
+    (as_points,), _ = disturbance.assess([canary, jobs])
+    (as_columns,), _ = disturbance.assess([canary, columns])
+    assert isinstance(as_columns.points, PointColumns)
+    assert list(as_columns.points) == as_points.points
+    assert [p.disturbed for p in as_points.points] == [False, True, True, False, False, False,
+                                                       False]

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from torchpulse.analysis.columns import PointColumns
+from torchpulse.analysis.columns import PointColumns, disturbed_of
 from torchpulse.analysis.detect import MAD_TO_SD, Point
 from torchpulse.analysis.series import Series
 
@@ -297,6 +297,8 @@ def remeasure(series: list[Series], order: dict[str, int],
     found: set[str] = set()
     names: set[str] = set()
     for s in series:
+        if not disturbed_of(s.points).any():  # most series: no point made to find out
+            continue
         for p in s.points:
             if p.disturbed and (commits is None or p.commit in commits):
                 found.add(p.commit)
