@@ -266,6 +266,10 @@ def update(path: Path, results_dir: Path, machines: list[str],
     stored, racy = {}, set()
     for p, size, mtime, inode, indexed in con.execute(
             "SELECT path, size, mtime_ns, inode, indexed_ns FROM files"):
+        if not (isinstance(p, str) and all(isinstance(x, int)
+                                           for x in (size, mtime, inode, indexed))):
+            con.close()
+            raise Damaged("an entry of the index's files does not hold together")
         stored[p] = (size, mtime, inode)
         if mtime >= indexed - RACY * 1e9:
             racy.add(p)
@@ -321,12 +325,14 @@ def read(con: sqlite3.Connection, machines: list[str]) -> Table:
         for p, commit, env, params, n, m, size in con.execute(
                 "SELECT path, commit_hash, env, params, nrows, nsamples, length(packed) "
                 "FROM files ORDER BY path"):
+            fields = json.loads(params) if isinstance(params, str) else None
+            # checked before anything is allocated from them or read as text
+            if not (isinstance(p, str) and isinstance(commit, str) and isinstance(env, str)
+                    and isinstance(fields, dict) and isinstance(n, int)
+                    and isinstance(m, int) and n >= 0 and m >= 0 and size == _size(n, m)):
+                raise Damaged("an entry of the index's files does not hold together")
             if p.split("/", 1)[0] in machines:
-                # checked before anything is allocated from them
-                if not (isinstance(n, int) and isinstance(m, int) and n >= 0 and m >= 0
-                        and size == _size(n, m)):
-                    raise Damaged(f"the index's entry of {p} does not hold together")
-                files.append((p, commit, env, json.loads(params)))
+                files.append((p, commit, env, fields))
                 rows, samples = rows + n, samples + m
         wanted = {p for p, *_ in files}
         blobs = (packed for p, packed in con.execute(
