@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from torchpulse.errors import TorchpulseError
 from torchpulse.results import asv_results
 
 FORMAT = "4"
@@ -40,8 +41,10 @@ RACY = 2.0  # seconds: a file this close to its indexing is read again next time
 _HEADER = struct.Struct("<qq")  # a packed file: its rows, its samples
 
 
-class Damaged(sqlite3.DatabaseError):
-    """The index's packed rows do not hold together (a damaged or a forged file)."""
+class Damaged(TorchpulseError, sqlite3.DatabaseError):
+    """The index's packed rows do not hold together (a damaged or a forged file): caught
+    where the index is read (``load`` builds it again); should one ever escape, the
+    command line says it in one line."""
 
 
 class Table(NamedTuple):
