@@ -138,6 +138,22 @@ def test_a_failed_benchmark_still_publishes_and_alerts_then_exits_3(project, bui
     assert quiet.exit_code == dashboard.EXIT_BENCHMARK_FAILED
 
 
+def test_the_site_judges_with_the_settings_of_the_alert_beside_it(project, built):
+    """Every place says the same thing: a dashboard run with its own thresholds publishes
+    the verdicts its printed alert gives, not the defaults'."""
+    import json
+
+    asv = fake_asv(project, built[1])
+    outcome = dashboard.run(project, dashboard.Options(publish=True, threshold=0.9,
+                                                       count_threshold=0.5),
+                            asv=asv, say=lambda _: None)
+    site = json.loads((project.html_dir / "torchpulse-alerts.json").read_text())
+    assert site["thresholds"]["time"] == 0.9 and site["thresholds"]["count"] == 0.5
+    assert [(a["benchmark"], a["commit"]) for a in site["alerts"]] == [
+        (a.key.benchmark, a.commit) for a in outcome.report.alerts]
+    assert "threshold 90%" in (project.html_dir / "torchpulse.html").read_text()
+
+
 def dataclass_replace(outcome):
     import dataclasses
 

@@ -145,7 +145,11 @@ def run(project: Project, options: Options, *, asv: Asv = run_asv,
         from torchpulse.site import assets, publish
 
         node_modules = assets.find_node_modules(options.assets, project.root)
-        html = publish.publish(project, node_modules, progress=say)
+        # the site's verdicts with the settings of the alert printed below
+        html = publish.publish(project, node_modules, progress=say, alert_settings={
+            "branch": options.branch, "confirmed": done, "alpha": options.alpha,
+            "threshold": options.threshold, "floor": options.noise_floor,
+            "count_threshold": options.count_threshold})
         say(f"   site written to {html}/; view it with `torchpulse serve`")
     say("== regression alerts")
     found = alert.run(project, machine=options.machine, branch=options.branch,

@@ -61,6 +61,22 @@ def test_publish_writes_a_self_contained_site(project, capsys):
     assert leftovers(project) == []
 
 
+def test_publish_judges_with_the_alerts_settings(project, capsys):
+    """`publish --threshold` gives the page, its JSON and asv's Regressions tab the verdicts
+    `alert --threshold` gives: the +20 % steps are under a 50 % threshold."""
+    config = str(project / "asv.conf.json")
+    assert main(["alert", "--config", config, "--threshold", "0.5", "--format", "json"]) == 0
+    alert = json.loads(capsys.readouterr().out)
+    assert run_publish(project, "--threshold", "0.5") == 0
+    assert "Regressions tab and feed: 0 regression(s)" in capsys.readouterr().out
+    html = project / "html"
+    site = json.loads((html / summary_page.ALERTS_JSON).read_text())
+    assert site["thresholds"] == alert["thresholds"] and site["thresholds"]["time"] == 0.5
+    assert site["alerts"] == alert["alerts"] == []
+    assert "threshold 50%" in (html / summary_page.PAGE).read_text()
+    assert json.loads((html / "regressions.json").read_text())["regressions"] == []
+
+
 def test_asvs_regressions_tab_shows_torchpulses_verdicts(project, capsys):
     """One verdict everywhere: regressions.json (asv's Regressions tab) and its feed list
     exactly the alerts torchpulse reports, pointing at graphs asv drew."""

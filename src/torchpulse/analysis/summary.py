@@ -129,10 +129,11 @@ def _machine_info(results_dir: Path, machine: str) -> dict[str, str]:
     return {k: str(v) for k, v in data.items() if k not in ("machine", "version")}
 
 
-def build(project: Project, branch: str | None = None) -> Summary:
-    """The summary of every machine in ``project``'s results tree."""
+def build(project: Project, branch: str | None = None, **settings: object) -> Summary:
+    """The summary of every machine in ``project``'s results tree (``settings``: the
+    alert's, as ``alert.run`` takes them; its defaults when none)."""
     results_dir = project.results_dir
-    report = run(project, branch=branch)
+    report = run(project, branch=branch, **settings)
     history = report.history
     names = declared_param_names(results_dir)
     machines = []

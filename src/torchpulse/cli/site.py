@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from torchpulse.cli.args import EXIT_OK, add_config, port, project
+from torchpulse.cli.args import EXIT_OK, add_alert_settings, add_config, port, project
 from torchpulse.site.serve import DEFAULT_HOST, DEFAULT_PORT
 
 
@@ -16,7 +16,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
     node_modules = assets.find_node_modules(args.assets, asv_project.root)
     html_dir = publish.publish(asv_project, node_modules, range_spec=args.range,
                                pull=not args.no_pull,
-                               progress=lambda line: print(line, flush=True))
+                               progress=lambda line: print(line, flush=True),
+                               alert_settings={"alpha": args.alpha,
+                                               "threshold": args.threshold,
+                                               "count_threshold": args.count_threshold,
+                                               "floor": args.noise_floor})
     print(f"site written to {html_dir}/ (self-contained); view it with "
           f"`torchpulse serve`, or copy the folder to any static host")
     return EXIT_OK
@@ -46,6 +50,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--assets", metavar="DIR", help="node_modules folder with the site's "
                    "assets (default: $TORCHPULSE_ASSETS, else the project's node_modules, "
                    "else torchpulse's checkout's)")
+    add_alert_settings(p)  # the summary page's verdicts: as `alert` would give them
     p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser(

@@ -60,11 +60,12 @@ def _finish_asv_publish(proc: subprocess.Popen) -> None:
         raise PublishError(f"asv publish failed (exit {proc.returncode}; its output is above)")
 
 
-def _summarise(project: Project) -> tuple[Summary | None, str | None]:
+def _summarise(project: Project, settings: dict[str, object] | None = None
+               ) -> tuple[Summary | None, str | None]:
     from torchpulse.analysis.summary import build
 
     try:
-        return build(project), None
+        return build(project, **(settings or {})), None
     except TorchpulseError as exc:  # a remote repo, an unreadable results file ...
         return None, str(exc)
 
@@ -82,17 +83,22 @@ def _write_summary(out: Path, summary: Summary | None, error: str | None) -> Non
 
 def publish(project: Project, node_modules: Path, *,
             range_spec: str | None = None, pull: bool = True,
-            progress: Callable[[str], None] = print) -> Path:
-    """Publish ``project``'s site into its html directory, which it returns."""
+            progress: Callable[[str], None] = print,
+            alert_settings: dict[str, object] | None = None) -> Path:
+    """Publish ``project``'s site into its html directory, which it returns.
+    ``alert_settings``: the verdicts' settings (``alert.run``'s keywords: thresholds, alpha,
+    noise floor, branch, ledger), so that the site says what the alert beside it says."""
     assets.check(node_modules)  # a missing asset stops us before anything changes
     html = target.check(project, project.html_dir)
     with target.locked(html):
         target.check(project, project.html_dir)  # again: what the lock waited for changed it
-        return _publish(project, node_modules, html, range_spec, pull, progress)
+        return _publish(project, node_modules, html, range_spec, pull, progress,
+                        alert_settings or {})
 
 
 def _publish(project: Project, node_modules: Path, html: Path, range_spec: str | None,
-             pull: bool, progress: Callable[[str], None]) -> Path:
+             pull: bool, progress: Callable[[str], None],
+             alert_settings: dict[str, object]) -> Path:
     scratch = target.scratch(html)
     try:
         progress("== asv publish")
@@ -102,7 +108,7 @@ def _publish(project: Project, node_modules: Path, html: Path, range_spec: str |
             # never end), and torchpulse's verdicts, which read the same results (through
             # the index) and write nothing of the site until asv is done
             sanitize.check_results(project.results_dir)
-            summary, error = _summarise(project)
+            summary, error = _summarise(project, alert_settings)
         except BaseException:
             proc.kill()
             proc.wait()
