@@ -105,6 +105,27 @@ class _WorkloadSuite:
     # parameters without a process or a log line
     time_backward.skip_params = [(name,) for name in _fastrnns.FORWARD_ONLY]
 
-    def peakmem_step(self, runner):
+    def peakmem_step(self, runner):  # the process's, host memory on CUDA runs too
         # peak RSS of the process: import, build and one step; warm-up would not lower it
         self.workload.step()
+
+
+class _GPUMemorySuite:
+    """The GPU's peak tensor memory over a training step of each runner (suite.gpu_memory):
+    on CUDA runs; CPU runs skip it in setup, before anything is built."""
+
+    param_names = ["runner"]
+    family = ""
+
+    def setup(self, runner):
+        _check_api()
+        if getattr(_suite, "API_VERSION", 0) < 5:
+            raise NotImplementedError("this commit's torchpulse cannot measure GPU memory")
+        if not _suite.device().startswith("cuda"):
+            raise NotImplementedError("GPU memory is measured on CUDA runs only")
+        self.workload = _suite.workload(runner, self.family, _sizes.FASTRNNS)
+
+    def track_gpu_memory(self, runner):
+        return _suite.gpu_memory(self.workload)
+
+    track_gpu_memory.unit = "bytes"

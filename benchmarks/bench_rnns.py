@@ -1,7 +1,8 @@
-"""fastrnns LSTM runners: forward alone, backward alone, and the peak memory of a step."""
+"""fastrnns LSTM runners: forward alone, backward alone, and the peak memory of a step (the
+process's, and on CUDA the GPU's)."""
 
 from ._canary import MachineCanary  # noqa: F401  (runs between the LSTM classes)
-from ._common import _sizes, _version, _WorkloadSuite
+from ._common import _GPUMemorySuite, _sizes, _version, _WorkloadSuite
 from ._tree import load
 
 _choices = load("fastrnns/choices.py")
@@ -14,6 +15,20 @@ class LSTM(_WorkloadSuite):
 
 
 class VariableLengthLSTM(_WorkloadSuite):
+    version = _version(_sizes.FASTRNNS)
+    family = "rnns"
+    params = [list(_choices.VL_RUNNERS)]
+
+
+# named after the class whose runners they measure, so that asv (sorted names) runs each
+# right after it and the canary's places stay where they were
+class LSTMGPUMemory(_GPUMemorySuite):
+    version = _version(_sizes.FASTRNNS)
+    family = "rnns"
+    params = [list(_choices.LSTM_RUNNERS)]
+
+
+class VariableLengthLSTMGPUMemory(_GPUMemorySuite):
     version = _version(_sizes.FASTRNNS)
     family = "rnns"
     params = [list(_choices.VL_RUNNERS)]

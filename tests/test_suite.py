@@ -49,6 +49,32 @@ def test_suites_cover_every_runner_with_explicit_versions(bench):
         assert {"time_forward", "time_backward", "peakmem_step"} <= set(dir(cls))
 
 
+def test_gpu_memory_covers_every_runner_and_skips_cpu_runs_before_building(bench, smoke,
+                                                                           monkeypatch):
+    """The GPU-memory suites: every runner of their family, their own versions, and on a
+    CPU run (this machine) skipped in setup, as asv skips, without building the model."""
+    rnns, vl = bench["bench_rnns"].LSTMGPUMemory, bench["bench_rnns"].VariableLengthLSTMGPUMemory
+    cnns = bench["bench_cnns"].ResNetGPUMemory
+    assert (rnns.params, vl.params, cnns.params) == (
+        [list(LSTM_RUNNERS)], [list(VL_RUNNERS)], [list(CNN_RUNNERS)])
+    assert all("version" in vars(cls) for cls in (rnns, vl, cnns))
+    assert rnns.track_gpu_memory.unit == "bytes"
+    built = []
+    monkeypatch.setattr(suite, "workload", lambda *a: built.append(a))
+    for cls, runner in ((rnns, "cudnn"), (vl, "vl_py"), (cnns, "resnet18")):
+        with pytest.raises(NotImplementedError, match="CUDA runs only"):
+            cls().setup(runner)
+    assert built == []
+    monkeypatch.setattr(suite, "API_VERSION", 4)  # a package from before the suite
+    with pytest.raises(NotImplementedError, match="cannot measure GPU memory"):
+        rnns().setup("cudnn")
+
+
+def test_gpu_memory_refuses_a_cpu_workload(smoke):
+    with pytest.raises(NotImplementedError, match="CUDA runs only"):
+        suite.gpu_memory(suite.workload("aten", "rnns", sizes.FASTRNNS))
+
+
 def test_unknown_or_foreign_runner_is_skipped_not_failed(smoke):
     with pytest.raises(NotImplementedError):
         suite.workload("gru", "rnns", sizes.FASTRNNS)

@@ -25,7 +25,8 @@ from torchpulse.timing import RegionClock
 # 2: workload() and autograd_task() take the sizes table from the suites.
 # 3: autograd_task() takes the definition revision the suites measure (sizes.REVISIONS).
 # 4: count_instructions() counts the instruction family under callgrind.
-API_VERSION = 4
+# 5: gpu_memory() reads the CUDA caching allocator's peak over a training step.
+API_VERSION = 5
 
 
 @functools.cache
@@ -99,6 +100,25 @@ def warm_up(built: Workload, kind: str) -> None:
     for _ in range(min(built.runner.settle_iterations, built.preset.warmup)):
         run()
     _warm.add((id(built), kind))
+
+
+def gpu_memory(built: Workload) -> int:
+    """The GPU's peak tensor memory over one training step of ``built``, warmed up, in
+    bytes: the CUDA caching allocator's ``max_memory_allocated`` after a reset, so what the
+    model holds (parameters, gradients, inputs) and the most the step adds on top
+    (activations, workspaces). What decides whether a size fits on a card; the process's
+    resident set (``peakmem_*``) is host memory on CUDA runs too. NotImplementedError
+    (asv's "skipped") on CPU runs."""
+    import torch
+
+    if not built.device.startswith("cuda"):
+        raise NotImplementedError("GPU memory is measured on CUDA runs only")
+    warm_up(built, "step")  # the first steps allocate cuDNN's and cuBLAS's workspaces
+    torch.cuda.synchronize(built.device)
+    torch.cuda.reset_peak_memory_stats(built.device)
+    built.step()
+    torch.cuda.synchronize(built.device)
+    return int(torch.cuda.max_memory_allocated(built.device))
 
 
 def autograd_task(model: str, task: str, sizes: dict,

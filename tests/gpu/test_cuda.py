@@ -1,6 +1,8 @@
 """CUDA paths that only a GPU can exercise (marker ``gpu``: skipped where CUDA is absent,
 run on the GPU machine with ``pytest -m gpu``; docs/gpu.md has the figures)."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -76,3 +78,21 @@ def test_compiled_run_on_cuda_measures_the_cuda_allocator():
     result = run_job(job, spec)
     assert result.status == "pass", result.detail
     assert result.speedup > 0 and result.eager_peak_mem > 0 and result.dynamo_peak_mem > 0
+
+
+@pytest.mark.parametrize("name", ["cudnn", "vl_cudnn", "resnet18"])
+def test_gpu_memory_is_the_steps_peak_and_repeats(name):
+    """suite.gpu_memory: at least what the model holds (its parameters and their gradients),
+    the same at every call (the caching allocator's count, not a timing), and more for a
+    larger batch."""
+    from torchpulse import suite
+
+    small = Workload(RUNNERS[name], PRESETS["smoke"], "cuda")
+    first = suite.gpu_memory(small)
+    held = 2 * sum(p.numel() * p.element_size() for p in small.model.params)
+    assert first >= held > 0
+    assert [suite.gpu_memory(small) for _ in range(2)] == [first, first]
+    smoke = PRESETS["smoke"]
+    larger = Workload(RUNNERS[name], dataclasses.replace(
+        smoke, mini_batch=4 * smoke.mini_batch, image_batch=4 * smoke.image_batch), "cuda")
+    assert suite.gpu_memory(larger) > first
