@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from torchpulse.analysis import detect
 from torchpulse.analysis.detect import (
     MAD_TO_SD,
     REACH_CAP,
@@ -36,6 +37,21 @@ def step(n, at, size):
     lv = np.zeros(n)
     lv[at:] += math.log1p(size)
     return lv
+
+
+def test_the_written_out_power_z_is_scipys_and_scipy_waits_for_its_first_use():
+    import subprocess
+    import sys
+
+    from scipy import stats
+
+    assert detect.POWER_Z == stats.norm.ppf(0.8)
+    code = ("import sys, torchpulse.analysis.alert as a; print('scipy.stats' in sys.modules); "
+            "from torchpulse.analysis import detect; detect.critical_z(20, 0.01); "
+            "print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "True"]
 
 
 def test_level_drops_an_interrupted_sample_and_falls_back_to_the_value():
