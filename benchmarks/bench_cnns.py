@@ -16,6 +16,4 @@ class ResNet(_WorkloadSuite):
 
 
 class ResNetGPUMemory(_GPUMemorySuite):  # after ResNet in asv's order (bench_rnns says why)
-    version = _version(_sizes.FASTRNNS)
-    family = "cnns"
-    params = [list(_choices.CNN_RUNNERS)]
+    version, family, params = ResNet.version, ResNet.family, ResNet.params

@@ -23,12 +23,9 @@ class VariableLengthLSTM(_WorkloadSuite):
 # named after the class whose runners they measure, so that asv (sorted names) runs each
 # right after it and the canary's places stay where they were
 class LSTMGPUMemory(_GPUMemorySuite):
-    version = _version(_sizes.FASTRNNS)
-    family = "rnns"
-    params = [list(_choices.LSTM_RUNNERS)]
+    version, family, params = LSTM.version, LSTM.family, LSTM.params
 
 
 class VariableLengthLSTMGPUMemory(_GPUMemorySuite):
-    version = _version(_sizes.FASTRNNS)
-    family = "rnns"
-    params = [list(_choices.VL_RUNNERS)]
+    version = VariableLengthLSTM.version
+    family, params = VariableLengthLSTM.family, VariableLengthLSTM.params

@@ -148,9 +148,10 @@ def load_series(results_dir: Path, history: History, machine: str | None = None,
         rows = np.flatnonzero((pos >= 0) & np.isfinite(table.value) & (table.value >= 0)
                               & version_ok[table.sid])
     # by series, then history position, then file path (files are in path order)
-    rows = rows[np.lexsort((table.file[rows], pos[rows], key_of[table.sid[rows]]))]
-    del pos
     kid = key_of[table.sid[rows]]
+    order = np.lexsort((table.file[rows], pos[rows], kid))
+    rows, kid = rows[order], kid[order]
+    del pos, order
     # samples: those finite and not negative (of every row: a row's stay together)
     with np.errstate(invalid="ignore"):
         sample_ok = (table.samples >= 0) & (table.samples < np.inf)

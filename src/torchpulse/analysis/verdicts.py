@@ -3,8 +3,8 @@ command come from a cache, the rest are computed across the cores.
 
 A verdict depends only on its series' points (commit, value, samples, disturbed), the rule,
 the detector's settings and the detector's code; the cache key is a digest of all of them
-(the code as the bytes of detect.py, drift.py and exact.py, with numpy's and scipy's
-versions), so a change of any makes the verdict be computed again. The cache is a table of
+(the code as the bytes of detect.py, drift.py, exact.py and columns.py, with numpy's and
+scipy's versions), so a change of any makes the verdict be computed again. The cache is a table of
 the results index (torchpulse.results.index): derived data, safe to delete; it holds
 pickles of torchpulse's own verdict classes and is read back with an unpickler that admits
 nothing else.

@@ -309,15 +309,18 @@ def update(path: Path, results_dir: Path, machines: list[str],
 def load(path: Path, results_dir: Path, machines: list[str]) -> Table:
     """The rows of the files of ``machines``, through the index at ``path`` (brought up to
     date first); an index whose rows do not hold together is built again from the files."""
-    try:
+    def rebuilt() -> Table:
+        return read(update(path, results_dir, machines, fresh=True), machines)
+
+    try:  # a results file that cannot be read is the user's error: it is not caught here
         con = update(path, results_dir, machines)
     except (Damaged, sqlite3.IntegrityError):
-        return read(update(path, results_dir, machines, fresh=True), machines)
+        return rebuilt()
     try:
         return read(con, machines)
     except (Damaged, ValueError, TypeError):  # the last two: its JSON fields
         con.close()
-        return read(update(path, results_dir, machines, fresh=True), machines)
+        return rebuilt()
 
 
 def read(con: sqlite3.Connection, machines: list[str]) -> Table:
