@@ -11,72 +11,24 @@ optimisations and the first calls (which pay for valgrind's translations) are ne
 
 from __future__ import annotations
 
-import dataclasses
-import gc
 import json
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from torchpulse.instructions.family import split
-
 # Calls before the counted ones. Python 3.11 quickens a function after its first few calls and
 # specialises its instructions as they run: a count taken earlier includes that work.
 EXTRA_WARMUP = 3
 
 
-def _fastrnns(runner: str, region: str, table: dict) -> Callable:
-    from torchpulse.fastrnns.runners import RUNNERS, Workload
-    from torchpulse.presets import Preset
-
-    workload = Workload(RUNNERS[runner], Preset.from_sizes("instructions", table), "cpu")
-    if region == "forward":
-        return lambda clock=None: workload.forward(clock)
-    if region == "backward":
-        if workload.runner.forward_only:
-            raise ValueError(f"{runner} has no backward")
-        return lambda clock=None: workload.step(backward_clock=clock)
-    raise ValueError(f"unknown region {region!r}")
-
-
-def _autograd(model: str, task: str, rows: dict) -> Callable:
-    import torch
-
-    from torchpulse.autograd.models import BY_NAME, is_supported
-    from torchpulse.autograd.run import Prepared
-    from torchpulse.presets import DEFAULT_SEED
-
-    if not is_supported(model, task):
-        raise ValueError(f"{model} does not run {task}")
-    sized = dataclasses.replace(BY_NAME[model], sizes={"instructions": rows[model]})
-    prepared = Prepared(sized, task, torch.device("cpu"), "instructions", DEFAULT_SEED)
-
-    def counted(clock=None):
-        gc.collect()
-        if clock is None:
-            prepared.call()
-            return
-        with clock.region():
-            prepared.call()
-
-    return counted
-
-
 def build(name: str, tables: dict) -> tuple[Callable, int]:
-    """(run(clock), warm-up calls) of a workload; ValueError for a name this package lacks."""
-    family, what, region = split(name)
-    if family in ("rnns", "cnns"):
-        from torchpulse.fastrnns.runners import RUNNERS
+    """(run(clock), warm-up calls) of a workload, built afresh on the CPU at ``tables``
+    (sizes.INSTRUCTIONS); ValueError for a name this package lacks."""
+    from torchpulse.workloads import build as build_region
 
-        if what not in RUNNERS or RUNNERS[what].family != family:
-            raise ValueError(f"runner {what!r} is not in this version of torchpulse")
-        run = _fastrnns(what, region, tables["fastrnns"])
-        return run, RUNNERS[what].settle_iterations + EXTRA_WARMUP
-    if family == "autograd":
-        run = _autograd(what, region, tables["autograd"])
-        return run, 1 + EXTRA_WARMUP
-    raise AssertionError(family)  # split() admits no other
+    region = build_region(name, tables, "cpu", "instructions")
+    return region.run, region.settle + EXTRA_WARMUP
 
 
 def main(spec_path: str, manifest_path: str) -> int:
