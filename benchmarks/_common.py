@@ -65,6 +65,15 @@ def _check_api():
         raise NotImplementedError("this commit's torchpulse.suite predates these suites")
 
 
+def _check_cpu_run():
+    """NotImplementedError on CUDA runs, before anything touches CUDA: there bench_gpu
+    measures every workload in one process (a process a benchmark paid ~12 s of set-up for
+    regions of 3-20 ms, docs/gpu.md)."""
+    _check_api()
+    if _suite.device() != "cpu":
+        raise NotImplementedError("on CUDA runs bench_gpu measures this workload")
+
+
 def _read_region_clock() -> float:
     return _suite.read_clock()
 
@@ -86,7 +95,7 @@ class _WorkloadSuite:
     timer = staticmethod(_read_region_clock)
 
     def setup(self, runner):
-        _check_api()
+        _check_cpu_run()
         self.workload = _suite.workload(runner, self.family, _sizes.FASTRNNS)
         self.clock = _suite.clock()
 
@@ -102,30 +111,9 @@ class _WorkloadSuite:
         self.workload.step(backward_clock=self.clock)
 
     # forward-only runners (upstream times no backward for them): asv_runner skips these
-    # parameters without a process or a log line
+    # parameters before setup: nothing is built for them
     time_backward.skip_params = [(name,) for name in _fastrnns.FORWARD_ONLY]
 
-    def peakmem_step(self, runner):  # the process's, host memory on CUDA runs too
+    def peakmem_step(self, runner):
         # peak RSS of the process: import, build and one step; warm-up would not lower it
         self.workload.step()
-
-
-class _GPUMemorySuite:
-    """The GPU's peak tensor memory over a training step of each runner (suite.gpu_memory):
-    on CUDA runs; CPU runs skip it in setup, before anything is built."""
-
-    param_names = ["runner"]
-    family = ""
-
-    def setup(self, runner):
-        _check_api()
-        if getattr(_suite, "API_VERSION", 0) < 5:
-            raise NotImplementedError("this commit's torchpulse cannot measure GPU memory")
-        if not _suite.device().startswith("cuda"):
-            raise NotImplementedError("GPU memory is measured on CUDA runs only")
-        self.workload = _suite.workload(runner, self.family, _sizes.FASTRNNS)
-
-    def track_gpu_memory(self, runner):
-        return _suite.gpu_memory(self.workload)
-
-    track_gpu_memory.unit = "bytes"

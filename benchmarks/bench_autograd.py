@@ -8,7 +8,7 @@ declared (model, task) pair is one the model runs and nothing is skipped on ever
 import torch
 
 from ._canary import MachineCanary  # noqa: F401  (runs after the pairs)
-from ._common import _check_api, _cpu_only, _sizes, _suite
+from ._common import _check_cpu_run, _cpu_only, _sizes, _suite
 from ._common import _version as _suite_version
 from ._tree import load
 
@@ -73,7 +73,7 @@ class _Pairs:
     repeat = (2, 6, 0.15)
 
     def setup(self, model, task):
-        _check_api()
+        _check_cpu_run()
         revision = _revision(model)
         if revision == 1:  # what every API-2 package measures
             self.prepared = _suite.autograd_task(model, task, _sizes.AUTOGRAD)

@@ -11,7 +11,7 @@ from paths import ROOT
 PACKAGE = ROOT / "src" / "torchpulse"
 # stages in the order data flows through them; a stage may import only earlier ones
 MEASURE = {"fastrnns", "autograd", "compile", "models", "sizes", "presets", "timing", "allocation",
-           "suite", "harness", "instructions"}
+           "suite", "harness", "instructions", "workloads", "gpu"}
 SHARED = {"errors", "files", "text", "__init__"}  # imported by everything, import nothing of ours
 STAGES = [MEASURE, {"results"}, {"analysis"}, {"culprit", "fleet"}, {"site"}, {"dashboard"},
           {"cli"}, {"testing"}]

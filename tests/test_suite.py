@@ -49,30 +49,96 @@ def test_suites_cover_every_runner_with_explicit_versions(bench):
         assert {"time_forward", "time_backward", "peakmem_step"} <= set(dir(cls))
 
 
-def test_gpu_memory_covers_every_runner_and_skips_cpu_runs_before_building(bench, smoke,
-                                                                           monkeypatch):
-    """The GPU-memory suites: every runner of their family, their own versions, and on a
-    CPU run (this machine) skipped in setup, as asv skips, without building the model."""
-    rnns, vl = bench["bench_rnns"].LSTMGPUMemory, bench["bench_rnns"].VariableLengthLSTMGPUMemory
-    cnns = bench["bench_cnns"].ResNetGPUMemory
-    assert (rnns.params, vl.params, cnns.params) == (
-        [list(LSTM_RUNNERS)], [list(VL_RUNNERS)], [list(CNN_RUNNERS)])
-    assert all("version" in vars(cls) for cls in (rnns, vl, cnns))
-    assert rnns.track_gpu_memory.unit == "bytes"
+def test_bench_gpu_declares_every_workload_and_its_figures(bench):
+    """One parameter per workload of the family (the LSTMs, the ResNets and the autograd
+    pairs, 78), each with its wall time, kernel time, exact counters and GPU memory, all
+    from one setup_cache (one process a commit) shared with the module's canary."""
+    from asv_runner.discovery import disc_benchmarks
+
+    from torchpulse.analysis.series import EXACT, TIME, rule_of
+    from torchpulse.instructions import family
+
+    module = importlib.import_module("benchmarks.bench_gpu")
+    every = family.workloads(importlib.import_module("torchpulse.fastrnns.choices"),
+                             importlib.import_module("torchpulse.autograd.choices"))
+    assert module.Workloads.params == [every] and len(every) == 78
+    digest = sizes.digest(sizes.FASTRNNS, sizes.AUTOGRAD, sizes.REVISIONS)
+    assert module.Workloads.version == f"2-{digest}-{allocation.POLICY}"
+    sys.path.insert(0, str(ROOT))
+    try:
+        found = {b.name: b for b in disc_benchmarks(str(ROOT / "benchmarks"))
+                 if b.name.startswith("bench_gpu.")}
+    finally:
+        sys.path.remove(str(ROOT))
+    units = {name.rsplit(".", 1)[1]: b.unit for name, b in found.items()
+             if not name.endswith(CANARY_METHOD)}
+    assert units == {"track_wall_time": "seconds", "track_kernel_time": "seconds",
+                     "track_kernels": "kernels", "track_syncs": "synchronizations",
+                     "track_gpu_memory": "bytes"}
+    assert [rule_of(units[m]) for m in ("track_kernels", "track_syncs")] == [EXACT, EXACT]
+    assert rule_of(units["track_kernel_time"]) == TIME
+    assert len({b.setup_cache_key for b in found.values()}) == 1
+    assert "bench_gpu." + CANARY_METHOD in found
+
+
+def test_bench_gpu_skips_cpu_runs_and_hands_asv_samples(monkeypatch):
+    """On a CPU run every benchmark skips with the measurement's reason, nothing built; on
+    a CUDA run the timed figures reach asv as samples, the counters as numbers, and a
+    workload that failed fails its benchmarks with its error."""
+    module = importlib.import_module("benchmarks.bench_gpu")
+    cls = module.Workloads
+    monkeypatch.setattr(suite, "API_VERSION", 6)
+    assert cls.setup_cache(None)["unavailable"] == "the GPU suite measures CUDA runs only"
+    skipped = {"unavailable": "the GPU suite measures CUDA runs only", "skipped": {},
+               "workloads": {}, "failed": {}}
+    with pytest.raises(NotImplementedError, match="CUDA runs only"):
+        cls().setup(skipped, "rnns/cudnn/forward")
+    with pytest.raises(NotImplementedError, match="has no GPU suite"):
+        cls().setup(None, "rnns/cudnn/forward")
+    row = {"wall": [0.002, 0.003], "kernel_time": [0.001, 0.001], "kernels": 12, "syncs": 1,
+           "gpu_memory": 4096}
+    measured = {"unavailable": "", "workloads": {"rnns/cudnn/forward": row},
+                "failed": {"rnns/py/forward": "RuntimeError: CUDA out of memory"},
+                "skipped": {"autograd/detr/vjp": "no sizes for detr at the cuda preset"}}
+    bench = cls()
+    bench.setup(measured, "rnns/cudnn/forward")
+    args = (measured, "rnns/cudnn/forward")
+    assert bench.track_wall_time(*args) == {"samples": [0.002, 0.003], "number": 1}
+    assert bench.track_kernel_time(*args) == {"samples": [0.001, 0.001], "number": 1}
+    assert (bench.track_kernels(*args), bench.track_syncs(*args),
+            bench.track_gpu_memory(*args)) == (12, 1, 4096)
+    failed = cls()
+    failed.setup(measured, "rnns/py/forward")
+    with pytest.raises(RuntimeError, match="out of memory"):
+        failed.track_kernels(measured, "rnns/py/forward")
+    with pytest.raises(NotImplementedError, match="no sizes for detr"):
+        cls().setup(measured, "autograd/detr/vjp")
+    with pytest.raises(NotImplementedError, match="not in this commit"):
+        cls().setup(measured, "autograd/resnet18/vjp")
+    dry = cls()
+    dry.setup({**measured, "workloads": {"rnns/cudnn/forward": {**row, "gpu_memory": None}}},
+              "rnns/cudnn/forward")
+    from asv_runner.benchmarks.mark import SkipNotImplemented
+
+    with pytest.raises(SkipNotImplemented, match="CUDA runs only"):
+        dry.track_gpu_memory(measured, "rnns/cudnn/forward")
+
+
+def test_the_per_process_suites_leave_cuda_runs_to_bench_gpu(bench, smoke, monkeypatch):
+    """On a CUDA run the per-process classes skip in setup before building (or touching
+    CUDA): bench_gpu measures their workloads in one process."""
+    autograd = importlib.import_module("benchmarks.bench_autograd")
     built = []
     monkeypatch.setattr(suite, "workload", lambda *a: built.append(a))
-    for cls, runner in ((rnns, "cudnn"), (vl, "vl_py"), (cnns, "resnet18")):
-        with pytest.raises(NotImplementedError, match="CUDA runs only"):
-            cls().setup(runner)
+    monkeypatch.setattr(suite, "autograd_task", lambda *a: built.append(a))
+    monkeypatch.setattr(suite, "device", lambda: "cuda")
+    for cls, args in ((bench["bench_rnns"].LSTM, ("cudnn",)),
+                      (bench["bench_rnns"].VariableLengthLSTM, ("vl_py",)),
+                      (bench["bench_cnns"].ResNet, ("resnet18",)),
+                      (autograd.FunctionalAutograd, ("resnet18", "vjp"))):
+        with pytest.raises(NotImplementedError, match="bench_gpu measures"):
+            cls().setup(*args)
     assert built == []
-    monkeypatch.setattr(suite, "API_VERSION", 4)  # a package from before the suite
-    with pytest.raises(NotImplementedError, match="cannot measure GPU memory"):
-        rnns().setup("cudnn")
-
-
-def test_gpu_memory_refuses_a_cpu_workload(smoke):
-    with pytest.raises(NotImplementedError, match="CUDA runs only"):
-        suite.gpu_memory(suite.workload("aten", "rnns", sizes.FASTRNNS))
 
 
 def test_unknown_or_foreign_runner_is_skipped_not_failed(smoke):
@@ -314,7 +380,8 @@ def test_the_machine_canary_runs_between_the_suites():
     # instruction counts: no load moves them (docs/instructions.md)
     assert runs == ["_canary:canary", "bench_autograd", "bench_autograd:canary",
                     "bench_cnns:canary", "bench_cnns", "bench_rnns", "bench_rnns:canary",
-                    "bench_rnns", "bench_compile", "bench_compile:canary", "bench_instructions"]
+                    "bench_rnns", "bench_compile", "bench_compile:canary", "bench_gpu:canary",
+                    "bench_gpu", "bench_instructions"]
     assert {name.split(".")[0] for name in order if name.endswith(CANARY_METHOD)} == \
         {"_canary", *plan_groups(ROOT / "benchmarks")} - {"bench_instructions"}
     canary.setup({"a": "setup_cache value"})

@@ -25,8 +25,10 @@ from torchpulse.timing import RegionClock
 # 2: workload() and autograd_task() take the sizes table from the suites.
 # 3: autograd_task() takes the definition revision the suites measure (sizes.REVISIONS).
 # 4: count_instructions() counts the instruction family under callgrind.
-# 5: gpu_memory() reads the CUDA caching allocator's peak over a training step.
-API_VERSION = 5
+# 5: gpu_memory() read the CUDA caching allocator's peak over a training step (API 6's
+#    measure_gpu() took it over; the suites no longer call it).
+# 6: measure_gpu() measures every CUDA workload in one process (torchpulse.gpu).
+API_VERSION = 6
 
 
 @functools.cache
@@ -100,25 +102,6 @@ def warm_up(built: Workload, kind: str) -> None:
     for _ in range(min(built.runner.settle_iterations, built.preset.warmup)):
         run()
     _warm.add((id(built), kind))
-
-
-def gpu_memory(built: Workload) -> int:
-    """The GPU's peak tensor memory over one training step of ``built``, warmed up, in
-    bytes: the CUDA caching allocator's ``max_memory_allocated`` after a reset, so what the
-    model holds (parameters, gradients, inputs) and the most the step adds on top
-    (activations, workspaces). What decides whether a size fits on a card; the process's
-    resident set (``peakmem_*``) is host memory on CUDA runs too. NotImplementedError
-    (asv's "skipped") on CPU runs."""
-    import torch
-
-    if not built.device.startswith("cuda"):
-        raise NotImplementedError("GPU memory is measured on CUDA runs only")
-    warm_up(built, "step")  # the first steps allocate cuDNN's and cuBLAS's workspaces
-    torch.cuda.synchronize(built.device)
-    torch.cuda.reset_peak_memory_stats(built.device)
-    built.step()
-    torch.cuda.synchronize(built.device)
-    return int(torch.cuda.max_memory_allocated(built.device))
 
 
 def autograd_task(model: str, task: str, sizes: dict,
@@ -207,3 +190,46 @@ def count_instructions(workloads: list[str], tables: dict) -> dict:
         print(f"instructions: function profiles stored in {stored}", file=sys.stderr)
     return {"counts": {name: c.instructions for name, c in counted.items()},
             "failed": failed, "unavailable": ""}
+
+
+# $TORCHPULSE_GPU_SUITE=cpu runs the GPU suite on a CPU run: a dry run of its path (wall
+# times; no kernels, no GPU memory), never a figure
+GPU_SUITE_ENV = "TORCHPULSE_GPU_SUITE"
+
+
+def measure_gpu(workloads: list[str], tables: dict) -> dict:
+    """Every workload of ``workloads`` (names of torchpulse.workloads) measured in this process
+    on CUDA at this device's preset of ``tables`` ({"fastrnns": sizes.FASTRNNS, "autograd":
+    sizes.AUTOGRAD, "revisions": sizes.REVISIONS} of the working tree): torchpulse.gpu.measure's
+    figures, plus {"skipped": {name: why}, "unavailable": why nothing was measured, or ""}.
+
+    Plain dicts, lists and numbers only (asv unpickles this once per benchmark)."""
+    import os
+    import sys
+
+    if device() == "cpu" and os.environ.get(GPU_SUITE_ENV) != "cpu":
+        return {"unavailable": "the GPU suite measures CUDA runs only", "skipped": {},
+                "workloads": {}, "failed": {}}
+    from torchpulse.gpu.measure import measure
+    from torchpulse.instructions.family import split
+    from torchpulse.sizes import REVISIONS
+
+    preset = preset_name()
+    rows = {"fastrnns": tables["fastrnns"].get(preset),
+            "autograd": {m: r[preset] for m, r in tables["autograd"].items() if preset in r}}
+    skipped, run = {}, []
+    for name in workloads:
+        family, what, _ = split(name)
+        if family != "autograd" and rows["fastrnns"] is None:
+            skipped[name] = f"no sizes for the {preset} preset"
+        elif family == "autograd" and what not in rows["autograd"]:
+            skipped[name] = f"no sizes for {what} at the {preset} preset"
+        elif family == "autograd" and REVISIONS.get(what, 1) != tables["revisions"].get(what, 1):
+            skipped[name] = (f"this commit's {what} is revision {REVISIONS.get(what, 1)}; the "
+                             f"suite measures revision {tables['revisions'].get(what, 1)}")
+        else:
+            run.append(name)
+    measured = measure(run, rows, device(), preset,
+                       log=lambda line: print(f"bench_gpu: {line}", file=sys.stderr,
+                                              flush=True))
+    return {**measured, "skipped": skipped, "unavailable": ""}

@@ -1,7 +1,7 @@
 """CUDA paths that only a GPU can exercise (marker ``gpu``: skipped where CUDA is absent,
 run on the GPU machine with ``pytest -m gpu``; docs/gpu.md has the figures)."""
 
-import dataclasses
+import contextlib
 
 import pytest
 import torch
@@ -80,19 +80,72 @@ def test_compiled_run_on_cuda_measures_the_cuda_allocator():
     assert result.speedup > 0 and result.eager_peak_mem > 0 and result.dynamo_peak_mem > 0
 
 
-@pytest.mark.parametrize("name", ["cudnn", "vl_cudnn", "resnet18"])
-def test_gpu_memory_is_the_steps_peak_and_repeats(name):
-    """suite.gpu_memory: at least what the model holds (its parameters and their gradients),
-    the same at every call (the caching allocator's count, not a timing), and more for a
-    larger batch."""
-    from torchpulse import suite
+def _profiled_calls(run, count):
+    from torch.profiler import ProfilerActivity, profile
 
-    small = Workload(RUNNERS[name], PRESETS["smoke"], "cuda")
-    first = suite.gpu_memory(small)
-    held = 2 * sum(p.numel() * p.element_size() for p in small.model.params)
-    assert first >= held > 0
-    assert [suite.gpu_memory(small) for _ in range(2)] == [first, first]
-    smoke = PRESETS["smoke"]
-    larger = Workload(RUNNERS[name], dataclasses.replace(
-        smoke, mini_batch=4 * smoke.mini_batch, image_batch=4 * smoke.image_batch), "cuda")
-    assert suite.gpu_memory(larger) > first
+    from torchpulse.gpu import trace
+
+    clock = trace.ProfiledClock("cuda")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(count):
+            run(clock)
+    return trace.calls(trace.read(prof.profiler.kineto_results.events()))
+
+
+def test_a_regions_kernels_and_synchronisations_are_counted_exactly():
+    """Three in-place adds launch three kernels; ``.item()`` copies the value to the host
+    and waits for it: one copy, one synchronisation. The work outside the region (before
+    it, and between calls) counts for nothing, and every call says the same."""
+    from torchpulse.gpu.trace import Call
+
+    x = torch.ones(1 << 20, device="cuda")
+
+    def run(clock):
+        x.mul_(1.0)  # untimed: before the region
+        with clock.region():
+            for _ in range(3):
+                x.add_(1.0)
+            x[0].item()
+        x.sub_(3.0)  # untimed: after it
+
+    class Unmarked:
+        region = staticmethod(contextlib.nullcontext)
+
+    run(Unmarked())  # the kernels' first launches load them
+    calls = _profiled_calls(run, 4)
+    assert len(calls) == 4 and len(set((c.kernels, c.copies, c.syncs) for c in calls)) == 1
+    first = calls[0]
+    assert (first.kernels, first.copies, first.syncs, first.by_time) == (3, 1, 1, 0)
+    assert all(c.device_ns > 0 for c in calls)
+    assert first == Call(3, 1, first.device_ns, 1, 0)
+
+
+def test_the_gpu_suite_measures_exact_counters_and_the_memory_a_region_adds():
+    """torchpulse.gpu.measure on CUDA at the smoke sizes: every profiled call launches the
+    same kernels, each found through its launch (none placed by time alone); the kernels'
+    time is positive and no longer than the region's; the GPU memory holds at least the
+    model's parameters; a second measurement in the same process counts the same."""
+    from torchpulse import sizes
+    from torchpulse.gpu.measure import measure
+
+    names = ["rnns/cudnn/forward", "rnns/cudnn/backward", "rnns/py/forward",
+             "cnns/resnet18/backward", "autograd/ppl_simple_reg/vjp", "rnns/nope/forward"]
+    tables = {"fastrnns": sizes.FASTRNNS["smoke"],
+              "autograd": {m: r["smoke"] for m, r in sizes.AUTOGRAD.items()}}
+    first = measure(names, tables, "cuda", "smoke")
+    second = measure(names, tables, "cuda", "smoke")
+    assert set(first["failed"]) == {"rnns/nope/forward"}
+    for name in names[:-1]:
+        row = first["workloads"][name]
+        assert len(set(row["kernels_per_call"])) == 1, (name, row["kernels_per_call"])
+        assert row["kernels"] > 0 and row["by_time"] == 0, (name, row)
+        assert all(0 < k for k in row["kernel_time"])
+        assert min(row["kernel_time"]) <= max(row["wall"]) * 1.05, name
+        assert row["gpu_memory"] > 0
+        again = second["workloads"][name]
+        assert (again["kernels"], again["syncs"]) == (row["kernels"], row["syncs"]), name
+    # the py LSTM launches a cell's kernels at every time step: more than cuDNN's LSTM
+    assert first["workloads"]["rnns/py/forward"]["kernels"] > \
+        first["workloads"]["rnns/cudnn/forward"]["kernels"]
+    assert {"cuda context", "cublas and cudnn", "build", "warm-up", "wall-time samples",
+            "profiled calls", "total"} <= set(first["phases"])

@@ -34,3 +34,12 @@ def test_the_core_is_the_default_and_a_subset_of_all():
 def test_a_malformed_name_is_refused(bad):
     with pytest.raises(ValueError, match="not an instruction workload"):
         family.split(bad)
+
+
+def test_a_selection_of_workloads_by_shell_patterns():
+    every = family.workloads(fastrnns, autograd)
+    assert family.matching(every, None) == family.matching(every, " ") == every
+    assert family.matching(every, "rnns/cudnn/*, autograd/resnet18/vjp") == [
+        "rnns/cudnn/forward", "rnns/cudnn/backward", "autograd/resnet18/vjp"]
+    assert family.matching(every, "cnns/*") == [n for n in every if n.startswith("cnns/")]
+    assert family.matching(every, "nothing/*") == []

@@ -1,5 +1,6 @@
-"""The instruction-count family: which workloads are counted, by name. Standard library only:
-the asv suites load this file by path from the working tree (benchmarks/_tree.py).
+"""The workloads by name, and which of them the instruction counts take. Standard library
+only: the asv suites load this file by path from the working tree (benchmarks/_tree.py).
+The GPU suite (bench_gpu) measures every workload on CUDA under the same names.
 
 A workload is ``rnns/<runner>/forward``, ``rnns/<runner>/backward`` (the fastrnns LSTMs,
 fixed and variable length), ``cnns/<runner>/forward|backward`` (the ResNets) or
@@ -73,3 +74,14 @@ def selected(fastrnns: ModuleType, autograd: ModuleType, choice: str | None) -> 
         return [w for w in every if w in CORE]
     raise ValueError(f"${SELECTION_ENV} must be one of {', '.join(SELECTIONS)}, "
                      f"not {choice!r}")
+
+
+def matching(names: list[str], patterns: str | None) -> list[str]:
+    """The names that match one of ``patterns``, comma-separated shell patterns
+    (``rnns/*,autograd/resnet18/*``); all of them when ``patterns`` is None or empty."""
+    import fnmatch
+
+    wanted = [p.strip() for p in (patterns or "").split(",") if p.strip()]
+    if not wanted:
+        return list(names)
+    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in wanted)]

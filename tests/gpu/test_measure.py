@@ -1,0 +1,133 @@
+"""The GPU suite's one-process measurement, run on the CPU (its dry run): sample counts,
+shared builds, failures kept apart, and what the suite hands asv."""
+
+import pickle
+import pickletools
+
+import pytest
+
+from torchpulse import sizes, suite
+from torchpulse.fastrnns import runners
+from torchpulse.gpu import measure as gpu_measure
+from torchpulse.gpu.measure import (
+    MAX_PROFILED,
+    MAX_SAMPLES,
+    MIN_PROFILED,
+    MIN_SAMPLES,
+    SLOW_MIN_SAMPLES,
+    sample_count,
+)
+from torchpulse.workloads import build
+
+SMOKE = {"fastrnns": sizes.FASTRNNS["smoke"],
+         "autograd": {m: r["smoke"] for m, r in sizes.AUTOGRAD.items()}}
+
+
+def test_sample_counts_follow_the_calls_time_within_bounds():
+    assert sample_count(1e-4, MIN_SAMPLES, MAX_SAMPLES) == MAX_SAMPLES
+    assert sample_count(0.05, MIN_SAMPLES, MAX_SAMPLES) == 10  # half a second of calls
+    assert sample_count(0.2, MIN_SAMPLES, MAX_SAMPLES) == MIN_SAMPLES
+    # a call of seconds (vl_py's backward on a GPU) gets the fewest
+    assert sample_count(1.6, MIN_SAMPLES, MAX_SAMPLES) == SLOW_MIN_SAMPLES
+    assert sample_count(1.6, MIN_PROFILED, MAX_PROFILED) == SLOW_MIN_SAMPLES
+    assert sample_count(0.0, MIN_PROFILED, MAX_PROFILED) == MAX_PROFILED
+
+
+def test_a_region_runs_its_measured_part_inside_the_clocks_region():
+    entered = []
+
+    class Clock:
+        def region(self):
+            import contextlib
+
+            entered.append(1)
+            return contextlib.nullcontext()
+
+    for name in ("rnns/cudnn/forward", "rnns/cudnn/backward", "cnns/resnet18/forward",
+                 "autograd/ppl_simple_reg/hvp"):
+        region = build(name, SMOKE, "cpu", "smoke")
+        region.run()
+        region.run(Clock())
+    assert len(entered) == 4
+    with pytest.raises(ValueError, match="no backward"):
+        build("rnns/cudnn_layernorm/backward", SMOKE, "cpu", "smoke")
+    with pytest.raises(ValueError, match="does not run"):
+        build("autograd/deepspeech/jvp", SMOKE, "cpu", "smoke")
+    with pytest.raises(ValueError, match="not an instruction workload"):
+        build("rnns/cudnn", SMOKE, "cpu", "smoke")
+
+
+def test_one_process_measures_each_workload_and_builds_a_runner_once(monkeypatch):
+    built = []
+    original = runners.Workload.__init__
+
+    def counting(self, runner, *args):
+        built.append(runner.name)
+        original(self, runner, *args)
+
+    monkeypatch.setattr(runners.Workload, "__init__", counting)
+    names = ["rnns/jit/forward", "rnns/jit/backward", "rnns/nope/forward",
+             "cnns/resnet18/forward", "autograd/ppl_simple_reg/vjp", "rnns/cudnn/forward"]
+    lines = []
+    out = gpu_measure.measure(names, SMOKE, "cpu", "smoke", log=lines.append)
+    assert built == ["jit", "resnet18", "cudnn"]  # forward and backward share one model
+    assert set(out["workloads"]) == set(names) - {"rnns/nope/forward"}
+    assert "not in this version" in out["failed"]["rnns/nope/forward"]
+    for name, row in out["workloads"].items():
+        assert MIN_SAMPLES <= len(row["wall"]) <= MAX_SAMPLES, name
+        assert all(0 < s < 5 for s in row["wall"]), name
+        assert SLOW_MIN_SAMPLES <= len(row["kernel_time"]) <= MAX_PROFILED
+        # a CPU run launches nothing on a device and has no GPU memory to read
+        assert (row["kernels"], row["syncs"], row["gpu_memory"]) == (0, 0, None)
+        assert set(row["kernels_per_call"]) == {0}
+    assert len(lines) == len(names) and any("failed" in line for line in lines)
+    assert set(out["seconds"]) == set(names)
+    assert {"cublas and cudnn", "profiler start", "build", "warm-up", "wall-time samples",
+            "profiled calls", "total"} <= set(out["phases"])
+    assert out["phases"]["total"] >= sum(out["seconds"].values())
+    # asv unpickles it once per benchmark: plain data only
+    opcodes = {op.name for op, _, _ in pickletools.genops(pickle.dumps(out))}
+    assert not opcodes & {"GLOBAL", "STACK_GLOBAL", "REDUCE"}
+
+
+@pytest.fixture
+def smoke(monkeypatch):
+    monkeypatch.setenv("TORCHPULSE_PRESET", "smoke")
+    suite.device.cache_clear()
+    yield
+    suite.device.cache_clear()
+
+
+TABLES = {"fastrnns": sizes.FASTRNNS, "autograd": sizes.AUTOGRAD, "revisions": sizes.REVISIONS}
+
+
+def test_the_suite_measures_cuda_runs_only_unless_asked_for_a_dry_run(smoke, monkeypatch):
+    monkeypatch.setattr(gpu_measure, "measure", lambda *a, **k: pytest.fail("measured"))
+    got = suite.measure_gpu(["rnns/cudnn/forward"], TABLES)
+    assert got["unavailable"] == "the GPU suite measures CUDA runs only"
+
+
+def test_the_suites_dry_run_skips_what_the_sizes_or_revisions_do_not_allow(smoke,
+                                                                           monkeypatch):
+    monkeypatch.setenv(suite.GPU_SUITE_ENV, "cpu")
+    seen = []
+    monkeypatch.setattr(gpu_measure, "measure", lambda names, rows, device, preset, **k: (
+        seen.append((names, rows, device, preset)) or
+        {"workloads": {n: {} for n in names}, "failed": {}, "seconds": {}, "phases": {}}))
+    tables = {**TABLES, "autograd": {m: r for m, r in sizes.AUTOGRAD.items() if m != "detr"},
+              "revisions": {**sizes.REVISIONS, "ppl_robust_reg": 1}}
+    got = suite.measure_gpu(["rnns/cudnn/forward", "autograd/detr/vjp",
+                             "autograd/ppl_robust_reg/vjp", "autograd/resnet18/vjp"], tables)
+    [(names, rows, device, preset)] = seen
+    assert names == ["rnns/cudnn/forward", "autograd/resnet18/vjp"]
+    assert (device, preset) == ("cpu", "smoke")
+    assert rows["fastrnns"] == sizes.FASTRNNS["smoke"]
+    assert rows["autograd"]["resnet18"] == sizes.AUTOGRAD["resnet18"]["smoke"]
+    assert got["unavailable"] == ""
+    assert got["skipped"] == {
+        "autograd/detr/vjp": "no sizes for detr at the smoke preset",
+        "autograd/ppl_robust_reg/vjp": "this commit's ppl_robust_reg is revision 2; the "
+                                       "suite measures revision 1"}
+    no_preset = suite.measure_gpu(["cnns/resnet18/forward"],
+                                  {**TABLES, "fastrnns": {"cpu": sizes.FASTRNNS["cpu"]}})
+    assert no_preset["skipped"] == {"cnns/resnet18/forward": "no sizes for the smoke preset"}

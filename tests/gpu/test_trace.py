@@ -1,0 +1,141 @@
+"""A region's kernels, device time and synchronisations read from a profile (CPU: the
+attribution on made-up traces, the reader on torch's own events)."""
+
+import pytest
+import torch
+
+from torchpulse.gpu import trace
+from torchpulse.gpu.trace import (
+    ANNOTATION,
+    API,
+    COPY,
+    DRAIN,
+    FILL,
+    KERNEL,
+    OP,
+    REGION,
+    Activity,
+    Call,
+)
+
+
+def _region(start, end, drain_end):
+    return [Activity(ANNOTATION, REGION, start, end), Activity(ANNOTATION, DRAIN, end,
+                                                               drain_end)]
+
+
+def _launch(at, correlation, name="cudaLaunchKernel"):
+    return Activity(API, name, at, at + 3, correlation)
+
+
+def test_each_device_activity_belongs_to_the_call_that_launched_it():
+    acts = [
+        *_region(100, 200, 260), *_region(300, 400, 450),
+        # untimed work before the first call (a backward workload's forward pass)
+        _launch(50, 1), Activity(KERNEL, "fwd", 60, 90, 1),
+        # call 1: two kernels, one still running after the region's end, a copy, a sync
+        _launch(110, 2), Activity(KERNEL, "gemm", 120, 150, 2),
+        _launch(150, 3), Activity(KERNEL, "tail", 155, 230, 3),
+        _launch(160, 4, "cudaMemcpyAsync"), Activity(COPY, "Memcpy DtoH", 231, 236, 4),
+        Activity(API, "cudaStreamSynchronize", 170, 236, 5),
+        # untimed work between the calls (zeroing gradients, the next forward pass)
+        _launch(270, 6), Activity(KERNEL, "zero", 275, 280, 6),
+        # call 2: a kernel found through its operator (launched from another thread with
+        # no runtime record), one with neither, placed by its time in the region or drain
+        Activity(OP, "aten::add", 310, 330, 77),
+        Activity(KERNEL, "add", 320, 330, 0, linked=77),
+        Activity(KERNEL, "orphan", 405, 415),
+        Activity(FILL, "Memset", 340, 342, 8), _launch(335, 8, "cudaMemsetAsync"),
+        # the region's own drain is no synchronisation of the region
+        Activity(API, "cudaDeviceSynchronize", 401, 449, 9),
+        # after the last call
+        Activity(KERNEL, "late", 500, 510),
+    ]
+    assert trace.calls(acts) == [
+        Call(kernels=2, copies=1, device_ns=30 + 75 + 5, syncs=1, by_time=0),
+        Call(kernels=2, copies=1, device_ns=10 + 10 + 2, syncs=0, by_time=1),
+    ]
+
+
+def test_no_region_no_calls_and_a_region_without_its_drain_still_counts():
+    assert trace.calls([_launch(1, 1), Activity(KERNEL, "k", 2, 3, 1)]) == []
+    acts = [Activity(ANNOTATION, REGION, 0, 10), _launch(2, 1), Activity(KERNEL, "k", 3, 9, 1)]
+    assert trace.calls(acts) == [Call(1, 0, 6, 0, 0)]
+
+
+def test_synchronisations_are_the_host_calls_that_wait_for_the_device():
+    for name in ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+                 "cuCtxSynchronize", "cuStreamSynchronize_ptsz"):
+        assert trace.is_sync(Activity(API, name, 0, 1))
+    for kind, name in ((API, "cudaLaunchKernel"), (API, "cudaStreamWaitEvent"),
+                       (OP, "aten::synchronize"), (KERNEL, "Synchronize")):
+        assert not trace.is_sync(Activity(kind, name, 0, 1))
+
+
+class _Event:
+    """kineto's event, as a torch build without ``activity_type`` exposes it."""
+
+    def __init__(self, name, device, start, duration, correlation=0, linked=0):
+        self._v = (name, device, start, duration, correlation, linked)
+
+    def name(self):
+        return self._v[0]
+
+    def device_type(self):
+        return self._v[1]
+
+    def start_ns(self):
+        return self._v[2]
+
+    def duration_ns(self):
+        return self._v[3]
+
+    def correlation_id(self):
+        return self._v[4]
+
+    def linked_correlation_id(self):
+        return self._v[5]
+
+
+def test_events_without_their_type_are_read_by_device_and_name():
+    cuda, cpu = "DeviceType.CUDA", "DeviceType.CPU"
+    read = trace.read([
+        _Event(REGION, cpu, 10, 5), _Event("aten::mm", cpu, 11, 2, 3),
+        _Event("cudaLaunchKernel", cpu, 12, 1, 40, 3), _Event("ampere_sgemm", cuda, 13, 4, 40, 3),
+        _Event("Memcpy HtoD (Pageable -> Device)", cuda, 20, 1),
+        _Event("Memset (Device)", cuda, 21, 1), _Event("python", cpu, 0, 1)])
+    assert [(a.kind, a.start_ns, a.end_ns) for a in read] == [
+        (ANNOTATION, 10, 15), (OP, 11, 13), (API, 12, 13), (KERNEL, 13, 17), (COPY, 20, 21),
+        (FILL, 21, 22), (trace.OTHER, 0, 1)]
+    assert (read[3].correlation, read[3].linked) == (40, 3)
+
+
+def test_a_real_cpu_profile_marks_every_call_and_launches_nothing():
+    """torch's own profiler events (this torch's API) through the reader: the regions are
+    found, one call each, and a CPU run has no device activity."""
+    from torch.profiler import ProfilerActivity, profile
+
+    clock = trace.ProfiledClock("cpu")
+    x = torch.ones(64, 64)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(3):
+            (x @ x).sum()  # outside every region
+            with clock.region():
+                y = (x @ x).sum().item()
+    assert y == 64.0 * 64 * 64
+    acts = trace.read(prof.profiler.kineto_results.events())
+    assert {a.kind for a in acts} >= {ANNOTATION, OP}
+    assert trace.calls(acts) == [Call(0, 0, 0, 0, 0)] * 3
+
+
+@pytest.mark.parametrize("kind", ["kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime",
+                                  "cuda_driver", "user_annotation", "cpu_op", "overhead"])
+def test_kinetos_activity_types_map_to_ours(kind):
+    class Typed(_Event):
+        def activity_type(self):
+            return kind
+
+    [got] = trace.read([Typed("x", "DeviceType.CPU", 0, 1)])
+    assert got.kind == {"kernel": KERNEL, "gpu_memcpy": COPY, "gpu_memset": FILL,
+                        "cuda_runtime": API, "cuda_driver": API, "user_annotation": ANNOTATION,
+                        "cpu_op": OP}.get(kind, trace.OTHER)
