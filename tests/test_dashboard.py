@@ -96,6 +96,34 @@ def test_the_newest_commits_are_measured_then_steps_seen_once_again_then_judged(
     assert "== regression alerts" in said and "measured twice" in "\n".join(said)
 
 
+@pytest.mark.parametrize("device, runs, skips", [
+    ("cpu", ["bench_rnns.LSTM.time_forward", "bench_autograd.FunctionalAutograd.time_task",
+             "bench_instructions.Instructions.track_instructions", "_canary.MachineCanary",
+             "bench_compile.CompiledModel.track_step_time"],
+     ["bench_gpu.Workloads.track_kernels", "bench_gpu.MachineCanary",
+      "external.bench_fastrnns.Fastrnns.time_forward"]),
+    ("cuda", ["bench_gpu.Workloads.track_kernels", "bench_gpu.MachineCanary",
+              "_canary.MachineCanary", "bench_compile.CompiledModel.track_step_time"],
+     ["bench_rnns.LSTM.time_forward", "bench_cnns.MachineCanary",
+      "bench_autograd.FunctionalAutograd.time_task",
+      "bench_instructions.Instructions.track_instructions",
+      "external.bench_fastrnns.Fastrnns.time_forward"]),
+])
+def test_the_main_job_runs_the_suites_that_measure_on_its_device(project, built, monkeypatch,
+                                                               device, runs, skips):
+    """A suite that would only skip on this device is left out: a skip costs asv a process
+    a benchmark (on CUDA bench_gpu measures every workload, on the CPU it skips)."""
+    import re
+
+    monkeypatch.setenv("TORCHPULSE_DEVICE", device)
+    asv = fake_asv(project, built[1])
+    dashboard.run(project, dashboard.Options(publish=False), asv=asv, say=lambda _: None)
+    first = asv.runs()[0]
+    regex = first[first.index("--bench") + 1]
+    assert [n for n in runs if not re.search(regex, n)] == []
+    assert [n for n in skips if re.search(regex, n)] == []
+
+
 def test_ranges_name_the_commits_and_bad_ones_are_refused(project):
     history = synthetic.history(project.root)
     options = dashboard.Options(ranges=(f"{history[2]}^!", f"{history[6]}..{history[8]}"))

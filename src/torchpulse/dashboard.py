@@ -27,7 +27,7 @@ from torchpulse.analysis.defaults import (
 from torchpulse.errors import TorchpulseError
 from torchpulse.files import restore, snapshot, write_text_atomically
 from torchpulse.results import gitrepo
-from torchpulse.results.external import MEASURED
+from torchpulse.results.external import measured_on
 from torchpulse.results.project import Project
 from torchpulse.results.record import asv_environment
 
@@ -50,7 +50,7 @@ class Options:
     ranges: tuple[str, ...] = ()  # git ranges as asv takes them; none: the newest commits
     newest: int = DEFAULT_NEWEST
     preset: str | None = None  # TORCHPULSE_PRESET for the benchmarks (None: inherited)
-    bench: str = MEASURED
+    bench: str | None = None  # asv --bench (None: every suite that measures on this device)
     machine: str | None = None
     branch: str | None = None  # the history the commits and verdicts follow
     since: str | None = None  # the alert reports changes after REV only
@@ -125,7 +125,8 @@ def run(project: Project, options: Options, *, asv: Asv = run_asv,
     preset = options.preset or os.environ.get("TORCHPULSE_PRESET") or "the suites' default"
     say(f"== measuring {len(commits)} commit(s) {_span(commits)} (preset {preset}, samples "
         "recorded; commits already measured in full are skipped)")
-    failed = _measure(project, commits, options.bench, ["--skip-existing-successful"],
+    bench = options.bench or measured_on(_device())
+    failed = _measure(project, commits, bench, ["--skip-existing-successful"],
                       config + named, env, asv, say, COMMITS_FILE)
     for number in range(1, REMEASURE_PASSES + 1):
         plan = remeasure.plan(project, done=done, window=set(commits),
@@ -169,6 +170,14 @@ def run(project: Project, options: Options, *, asv: Asv = run_asv,
     if failed:
         say("== a benchmark failed to run (asv's message is above); the site shows it failed")
     return outcome
+
+
+def _device() -> str:
+    """The device the suites will measure on: $TORCHPULSE_DEVICE, else CUDA when the torch
+    here has it (the suites decide the same way in asv's environment)."""
+    from torchpulse.presets import default_device
+
+    return default_device()
 
 
 def _span(commits: list[str]) -> str:

@@ -1,6 +1,7 @@
 """Each series judged by the rule of its unit: wall time by --threshold, counted instructions
-by the smaller --count-threshold, exact counters (dynamo's) by 'any increase' -- and every
-view (text, markdown, JSON, the site's summary page) saying the same."""
+by the smaller --count-threshold, exact counters (dynamo's, the GPU suite's kernels and
+synchronisations) by 'any increase' -- and every view (text, markdown, JSON, the site's
+summary page) saying the same."""
 
 import json
 
@@ -26,6 +27,8 @@ BENCHES = {  # name: unit
     "b.Work.track_seconds": "seconds",
     "b.Dynamo.track_graph_breaks": "graph breaks",
     "b.Dynamo.track_calls_captured": "1/calls captured",
+    "b.Gpu.track_kernels": "kernels",
+    "b.Gpu.track_syncs": "synchronizations",
 }
 
 
@@ -40,6 +43,9 @@ def _values(rng: np.random.Generator) -> dict[str, list[float]]:
         # 120 calls captured, then 118 from the step on (stored inverted)
         "b.Dynamo.track_calls_captured": [1 / 120 if i < STEP_AT else 1 / 118
                                           for i in range(COMMITS)],
+        # a CUDA region's kernels: 100 more from the step on; its synchronisations stay
+        "b.Gpu.track_kernels": [1300.0 if i < STEP_AT else 1400.0 for i in range(COMMITS)],
+        "b.Gpu.track_syncs": [0.0] * COMMITS,
     }
 
 
@@ -87,7 +93,8 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     found = {a["benchmark"]: a for a in data["alerts"]}
     # +2 %: an alert on the instruction count, not on the same step in wall time
     assert set(found) == {"b.Work.track_instructions", "b.Dynamo.track_graph_breaks",
-                          "b.Dynamo.track_calls_captured"}
+                          "b.Dynamo.track_calls_captured", "b.Gpu.track_kernels"}
+    assert found["b.Gpu.track_kernels"]["commit"] == shas[STEP_AT]
     assert found["b.Work.track_instructions"]["commit"] == shas[STEP_AT]
     assert found["b.Dynamo.track_graph_breaks"]["commit"] == shas[-1]
     assert found["b.Dynamo.track_graph_breaks"]["previous_commit"] == shas[-2]
@@ -96,8 +103,10 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     assert {b: (v["rule"], v["threshold"]) for b, v in verdicts.items()} == {
         "b.Work.track_instructions": ("count", 0.015), "b.Work.track_seconds": ("time", 0.05),
         "b.Dynamo.track_graph_breaks": ("exact", None),
-        "b.Dynamo.track_calls_captured": ("exact", None)}
+        "b.Dynamo.track_calls_captured": ("exact", None),
+        "b.Gpu.track_kernels": ("exact", None), "b.Gpu.track_syncs": ("exact", None)}
     assert verdicts["b.Work.track_seconds"]["status"] == "ok"
+    assert verdicts["b.Gpu.track_syncs"]["status"] == "ok"
     assert verdicts["b.Dynamo.track_graph_breaks"]["commits_needed"] == exact.MIN_POINTS
     assert data["thresholds"] == {"time": 0.05, "count": 0.015, "exact": None}
 
@@ -106,6 +115,7 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     assert "threshold 5%, 1.5% on instruction counts, any increase on exact counters" in text
     assert "120 calls captured -> 118 calls captured" in text
     assert "-2 calls captured" in text
+    assert "1,300 kernels -> 1,400 kernels" in text
     # the functions behind the instruction step, largest growth first, names made printable
     grew = text.split("functions that grew most (own instructions a call):\n")[1]
     first, second = grew.splitlines()[:2]

@@ -1,7 +1,7 @@
-"""Verdicts on exact counters (dynamo's graph breaks, graphs, eager frames, 1/calls captured):
-values a run does not vary, so there is no noise to estimate. Every move is a change point,
-and any increase the newest value still holds is a regression, named at the commits where
-the value rose.
+"""Verdicts on exact counters (dynamo's graph breaks, graphs, eager frames, 1/calls captured;
+the kernels a CUDA region launches and its host synchronisations): values a run does not
+vary, so there is no noise to estimate. Every move is a change point, and any increase the
+newest value still holds is a regression, named at the commits where the value rose.
 
 It gives the detector's SeriesVerdict, so an exact series shows in every report, the summary
 page, the alerts JSON and the Regressions tab exactly as a timed one does."""

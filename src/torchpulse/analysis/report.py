@@ -18,7 +18,7 @@ from torchpulse.analysis.alert import (
     Report,
     percent,
 )
-from torchpulse.analysis.series import COUNT, EXACT, INVERSE_CALLS
+from torchpulse.analysis.series import COUNT, EXACT, INVERSE_CALLS, TIME, rule_of
 from torchpulse.text import markdown_cell as _md
 from torchpulse.text import printable
 from torchpulse.text import workflow_data as _escape
@@ -40,6 +40,8 @@ def human(value: float, unit: str) -> str:
         return f"{value:.0f} B"
     if unit == INVERSE_CALLS and value > 0:  # stored inverted (lower is better): show calls
         return f"{1.0 / value:.4g} calls captured"
+    if rule_of(unit) != TIME and float(value).is_integer():  # a count: every digit, not 1.3e+04
+        return f"{value:,.0f} {unit}"
     return f"{value:.4g}" + ("" if unit == "unit" else f" {unit}")
 
 

@@ -21,12 +21,14 @@ UNIT_BY_PREFIX = {"time_": "seconds", "mem_": "bytes", "peakmem_": "bytes"}
 # How a series is judged, by its unit (analysis/alert.py):
 # - counted work (callgrind's instructions): nearly deterministic, judged by the detector
 #   with the smaller --count-threshold;
-# - exact counters (dynamo's graph breaks, graphs, eager frames, 1/calls captured): no noise
-#   to estimate, any increase is a regression at the commit it appears (analysis/exact.py);
+# - exact counters (dynamo's graph breaks, graphs, eager frames, 1/calls captured; the CUDA
+#   kernels a region launches and its host synchronisations): no noise to estimate, any
+#   increase is a regression at the commit it appears (analysis/exact.py);
 # - everything else (times, memory, ratios): the detector with --threshold.
 COUNT_UNITS = frozenset({"instructions"})
 INVERSE_CALLS = "1/calls captured"  # dynamo's calls_captured, inverted: lower is better
-EXACT_UNITS = frozenset({"graph breaks", "breaks", "graphs", "eager frames", INVERSE_CALLS})
+EXACT_UNITS = frozenset({"graph breaks", "breaks", "graphs", "eager frames", INVERSE_CALLS,
+                         "kernels", "synchronizations"})
 TIME, COUNT, EXACT = "time", "count", "exact"
 
 

@@ -14,7 +14,7 @@ from torchpulse.cli.args import (
     positive_int,
     project,
 )
-from torchpulse.results.external import MEASURED
+from torchpulse.results.external import ON_CPU, ON_CUDA
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
@@ -49,8 +49,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help=f"without RANGE, the N newest commits of the branch (default: "
                    f"{DEFAULT_NEWEST}, the fewest that give every series a verdict)")
     add_preset(p, what="size preset of the benchmarks")
-    p.add_argument("--bench", default=MEASURED, metavar="RE", help="benchmarks to run, as "
-                   f"asv's --bench (default: {MEASURED}, every suite that measures)")
+    p.add_argument("--bench", metavar="RE", help="benchmarks to run, as asv's --bench "
+                   f"(default: every suite that measures on this device: {ON_CPU} on the "
+                   f"CPU, {ON_CUDA} on CUDA)")
     add_config(p, "the project to benchmark")
     add_machine(p, "asv machine name (default: this host's)")
     p.add_argument("--branch", help="the branch whose history is measured and judged "

@@ -19,7 +19,7 @@ from torchpulse.cli.args import (
     project,
     write_output,
 )
-from torchpulse.results.external import DEFAULT_SOURCE, MEASURED
+from torchpulse.results.external import DEFAULT_SOURCE, measured_on
 from torchpulse.results.importers import FORMAT_NAMES
 
 
@@ -67,6 +67,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    from torchpulse.presets import default_device
     from torchpulse.results import record
 
     proj = project(args)
@@ -78,7 +79,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     sha, branch = record.resolve(proj, rev)
     note("record", f"recording {said} as commit {sha[:12]} of {branch} in "
          f"{proj.local_repo()}, results into {proj.results_dir}")
-    rc = record.run(record.asv_commands(proj, sha, args.bench, args.machine,
+    bench = args.bench or measured_on(default_device())
+    rc = record.run(record.asv_commands(proj, sha, bench, args.machine,
                                         quick=args.quick), cwd=proj.root)
     if rc != 0:
         note("record", f"asv exited with {rc}")
@@ -207,9 +209,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="the installed package whose commit files the results (default: torch)")
     p.add_argument("--commit", metavar="REV", help="the commit instead of the one the "
                    "package says it was built from")
-    p.add_argument("--bench", default=MEASURED, metavar="RE",
-                   help="asv --bench regular expression (default: every suite but the stubs "
-                   "of imported results)")
+    p.add_argument("--bench", metavar="RE",
+                   help="asv --bench regular expression (default: every suite that measures "
+                   "on this device, as dashboard's)")
     p.add_argument("--quick", action="store_true",
                    help="one sample per benchmark (asv --quick): a dry run of the setup")
     add_machine(p, "asv machine name (default: asv's, the host name)")

@@ -45,6 +45,16 @@ SUITE_DIR = "external"  # benchmarks/external/
 DEFAULT_SOURCE = "external"  # results/<machine>/<sha8>-external.json
 # asv --bench for every suite that runs: all but these stubs, which hold imported results
 MEASURED = r"^(?!external\.)"
+# ... on a run of one device, also without the suites that would only skip there: bench_gpu
+# on the CPU; on CUDA the per-process suites (bench_gpu measures their workloads) and the
+# instruction counts (CPU work only). A skip still costs asv a process per benchmark.
+ON_CPU = r"^(?!external\.|bench_gpu\.)"
+ON_CUDA = r"^(?!external\.|bench_(rnns|cnns|autograd|instructions)\.)"
+
+
+def measured_on(device: str) -> str:
+    """The --bench of every suite that measures on ``device`` (cpu, cuda, cuda:N)."""
+    return ON_CPU if device == "cpu" else ON_CUDA
 # asv needs at least one value per parameter; listed until real values are imported
 PLACEHOLDER = "none"
 
