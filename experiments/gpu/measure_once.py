@@ -1,0 +1,48 @@
+"""One process of the GPU suite's measurement (torchpulse.gpu.measure), as bench_gpu's
+setup_cache runs it for a commit, written to a JSON file; history.py turns several such files
+into an asv history and judges it (docs/gpu.md).
+
+    python experiments/gpu/measure_once.py OUT.json [--device cuda] [--preset cuda]
+        [--workloads 'rnns/*,cnns/*']
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--preset", default="cuda")
+    parser.add_argument("--workloads", default="", help="comma-separated shell patterns")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    from torchpulse import sizes
+    from torchpulse.autograd import choices as autograd
+    from torchpulse.fastrnns import choices as fastrnns
+    from torchpulse.gpu.measure import measure
+    from torchpulse.instructions import family
+
+    names = family.matching(family.workloads(fastrnns, autograd), args.workloads)
+    tables = {"fastrnns": sizes.FASTRNNS[args.preset],
+              "autograd": {m: r[args.preset] for m, r in sizes.AUTOGRAD.items()}}
+    imported = time.perf_counter() - start
+    out = measure(names, tables, args.device, args.preset,
+                  log=lambda line: print(line, file=sys.stderr, flush=True))
+    out["phases"]["imports"] = imported
+    out["process_s"] = time.perf_counter() - start
+    with open(args.out, "w") as f:
+        json.dump(out, f)
+    print(json.dumps({k: round(v, 2) for k, v in out["phases"].items()}), file=sys.stderr)
+    print(f"{len(out['workloads'])} measured, {len(out['failed'])} failed, "
+          f"{out['process_s']:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

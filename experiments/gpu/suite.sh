@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The GPU suite on the GPU machine (issue 50; figures in docs/gpu.md). Sent with the device
+# tool from the repository root, asv's wheels carried in .whl/:
+#     run(command="STEPS='setup gpu_tests cost asv_full' bash experiments/gpu/suite.sh",
+#         carry=[".whl"], timeout_s=590)
+# Steps, each alone on the GPU under its own time cap:
+#   setup      asv from the wheels, torchpulse over the machine's own (CUDA) torch
+#   gpu_tests  pytest -m gpu tests/gpu
+#   cost       experiments/gpu/process_cost.py: where a per-process benchmark's time went
+#   asv_full   one commit of every suite that measures on CUDA, through asv, timed
+#   repeat     $REPEATS fresh processes of the GPU suite's measurement ($WORKLOADS patterns)
+#   planted    one more process with experiments/gpu/plant.py's change in place
+# What comes back in $OUT: summary.txt (a line a step: exit code, seconds), all.log, and
+# files.tgz (the measurements' JSON, asv's results, the cost table).
+# Dry run on a CPU machine, from a copy of the tree (asv_full writes results/ there):
+#   DEVICE=cpu PRESET=smoke TORCHPULSE_GPU_SUITE=cpu WORKLOADS='rnns/cudnn/*' REPEATS=2 \
+#       TORCHPULSE_GPU_WORKLOADS='rnns/cudnn/*' ASV_BENCH='^(_canary|bench_gpu)\.' \
+#       NO_INSTALL=1 PY=.venv/bin/python STEPS='cost asv_full repeat planted' \
+#       bash experiments/gpu/suite.sh
+set -u
+OUT=${OUT:-/tmp/gpu-suite}
+DEVICE=${DEVICE:-cuda}
+PRESET=${PRESET:-cuda}
+PY=${PY:-python3}
+STEPS=${STEPS:-"setup gpu_tests cost asv_full"}
+REPEATS=${REPEATS:-5}
+WORKLOADS=${WORKLOADS:-}
+WORK=$(mktemp -d)
+mkdir -p "$OUT" "$WORK/runs"
+SUMMARY=$OUT/summary.txt
+LOG=$OUT/all.log
+export PYTHONUNBUFFERED=1
+
+step() {  # step NAME CAP COMMAND...: run it under a time cap if STEPS names it, one line
+    local name=$1 cap=$2 t0=$SECONDS rc
+    shift 2
+    if [[ " $STEPS " != *" $name "* ]]; then return; fi
+    timeout -k 5 "$cap" "$@" > "$WORK/$name.log" 2>&1
+    rc=$?
+    { printf '\n===== %s (cap %ss, rc %s): %s\n' "$name" "$cap" "$rc" "$*"
+      grep -v '^USDT:' "$WORK/$name.log"; } >> "$LOG"
+    printf '%-12s rc=%-4s %4ss\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$SUMMARY"
+}
+
+setup() {
+    if [ -d .whl ]; then
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target /tmp/site .whl/*.whl || return 1
+    fi
+    if [ -z "${NO_INSTALL:-}" ]; then
+        "$PY" -m pip install -q --no-deps --no-build-isolation -e . || return 1
+    fi
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
+        --format=csv 2>&1
+    "$PY" -c 'import torch, sys; print(sys.version); print(torch.__version__, torch.version.cuda,
+torch.backends.cudnn.version(), torch.cuda.is_available() and torch.cuda.get_device_name())'
+}
+
+asv_full() {  # one commit of every suite that measures on this device, through asv
+    if [ ! -d .git ]; then
+        git init -q -b main && git add -A &&
+            git -c user.name=gpu -c user.email=gpu@localhost commit -qm "the tree sent" ||
+            return 1
+    fi
+    local bench start
+    bench=${ASV_BENCH:-$("$PY" -c 'from torchpulse.results.external import measured_on
+import sys; print(measured_on(sys.argv[1]))' "$DEVICE")}
+    export HOME=$WORK/home  # asv's machine file
+    mkdir -p "$HOME"
+    "$PY" -m asv machine --yes --machine gpu > /dev/null || return 1
+    start=$SECONDS
+    TORCHPULSE_DEVICE=$DEVICE TORCHPULSE_PRESET=$PRESET "$PY" -m asv run --machine gpu \
+        -E "existing:$(command -v "$PY")" --set-commit-hash "$(git rev-parse HEAD)" \
+        --record-samples --show-stderr --bench "$bench"
+    local rc=$?
+    echo "asv run: ${bench} took $((SECONDS - start)) s, exit $rc"
+    "$PY" - <<'EOF'
+import glob, json
+from collections import defaultdict
+[path] = [p for p in glob.glob("results/gpu/*.json") if not p.endswith("machine.json")]
+r = json.load(open(path))
+cols = r["result_columns"]
+per = defaultdict(float)
+count = defaultdict(int)
+for name, row in r["results"].items():
+    row = dict(zip(cols, row))
+    module = name.split(".")[0]
+    per[module] += row.get("duration") or 0.0
+    count[module] += 1
+print("setup_cache seconds:", {k: round(v, 1) for k, v in r.get("durations", {}).items()})
+print("benchmark seconds by module:", {k: round(v, 1) for k, v in per.items()})
+print("benchmarks by module:", dict(count))
+EOF
+    "$PY" -m torchpulse.cli alert --config asv.conf.json --format json \
+        --output "$WORK/alert-full.json" > /dev/null
+    cp -r results "$WORK/asv-results"
+    return $rc
+}
+
+repeat() {
+    for i in $(seq 1 "$REPEATS"); do
+        "$PY" experiments/gpu/measure_once.py "$WORK/runs/run$i.json" --device "$DEVICE" \
+            --preset "$PRESET" --workloads "$WORKLOADS" || return 1
+    done
+}
+
+planted() {
+    "$PY" experiments/gpu/plant.py || return 1
+    "$PY" experiments/gpu/measure_once.py "$WORK/runs/planted.json" --device "$DEVICE" \
+        --preset "$PRESET" --workloads "$WORKLOADS"
+    local rc=$?
+    "$PY" experiments/gpu/plant.py --undo
+    return $rc
+}
+
+export -f setup asv_full repeat planted
+export PY DEVICE PRESET REPEATS WORKLOADS WORK
+t0=$SECONDS
+step setup 120 bash -c setup
+[ -d /tmp/site ] && export PYTHONPATH=/tmp/site ASV_PYTHONPATH=/tmp/site
+step gpu_tests "${TESTS_CAP:-150}" "$PY" -m pytest -p no:cacheprovider -m gpu tests/gpu -q
+step cost "${COST_CAP:-120}" "$PY" experiments/gpu/process_cost.py --device "$DEVICE" \
+    --preset "$PRESET"
+step asv_full "${ASV_CAP:-420}" bash -c asv_full
+step repeat "${REPEAT_CAP:-420}" bash -c repeat
+step planted "${PLANTED_CAP:-150}" bash -c planted
+grep -h -A12 '^workload ' "$WORK/cost.log" 2>/dev/null | tail -8
+grep -h '^asv run\|seconds\|by module' "$WORK/asv_full.log" 2>/dev/null
+grep -h 'measured,' "$WORK/repeat.log" "$WORK/planted.log" 2>/dev/null
+tail -3 "$WORK/gpu_tests.log" 2>/dev/null
+cp "$WORK"/*.log "$WORK/runs" 2>/dev/null
+tar czf "$OUT/files.tgz" -C "$WORK" .
+echo "total        $((SECONDS - t0))s" | tee -a "$SUMMARY"
