@@ -9,6 +9,8 @@ medians) and the statuses `torchpulse alert` gives them; then the alert over eve
 (the last ones a planted change), text and JSON.
 
     python experiments/gpu/history.py OUT_DIR run1.json ... run6.json --identical 5
+    python experiments/gpu/history.py OUT_DIR measurements.jsonl --identical 5 \
+        --labels same1,same2,same3,same4,same5,planted
 """
 
 from __future__ import annotations
@@ -97,8 +99,17 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--identical", type=int, default=5)
+    parser.add_argument("--labels", default="", help="the runs to take, in order (labels)")
     args = parser.parse_args()
-    runs = [json.loads(p.read_text()) for p in args.runs]
+    runs = []
+    for path in args.runs:  # a .json file is one run; a .jsonl file one run a line
+        text = path.read_text()
+        runs += ([json.loads(line) for line in text.splitlines() if line.strip()]
+                 if path.suffix == ".jsonl" else [json.loads(text)])
+    if args.labels:
+        wanted = args.labels.split(",")
+        runs = sorted((r for r in runs if r.get("label") in wanted),
+                      key=lambda r: wanted.index(r["label"]))
     same = runs[:args.identical]
     print(f"## {len(same)} processes of the same code: commit-to-commit CV of the medians\n")
     print("| series | series count | largest CV | median CV | within 1 % | within 5 % | "

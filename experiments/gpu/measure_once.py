@@ -1,9 +1,9 @@
 """One process of the GPU suite's measurement (torchpulse.gpu.measure), as bench_gpu's
-setup_cache runs it for a commit, written to a JSON file; history.py turns several such files
-into an asv history and judges it (docs/gpu.md).
+setup_cache runs it for a commit, written to a JSON file or appended to a JSON-lines file
+with a label; history.py turns several into an asv history and judges it (docs/gpu.md).
 
-    python experiments/gpu/measure_once.py OUT.json [--device cuda] [--preset cuda]
-        [--workloads 'rnns/*,cnns/*']
+    python experiments/gpu/measure_once.py OUT.json|OUT.jsonl [--label L] [--device cuda]
+        [--preset cuda] [--workloads 'rnns/*,cnns/*']
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out")
+    parser.add_argument("--label", default="")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--preset", default="cuda")
     parser.add_argument("--workloads", default="", help="comma-separated shell patterns")
@@ -36,8 +37,13 @@ def main() -> int:
                   log=lambda line: print(line, file=sys.stderr, flush=True))
     out["phases"]["imports"] = imported
     out["process_s"] = time.perf_counter() - start
-    with open(args.out, "w") as f:
-        json.dump(out, f)
+    out["label"] = args.label
+    if args.out.endswith(".jsonl"):
+        with open(args.out, "a") as f:
+            f.write(json.dumps(out) + "\n")
+    else:
+        with open(args.out, "w") as f:
+            json.dump(out, f)
     print(json.dumps({k: round(v, 2) for k, v in out["phases"].items()}), file=sys.stderr)
     print(f"{len(out['workloads'])} measured, {len(out['failed'])} failed, "
           f"{out['process_s']:.1f} s", file=sys.stderr)

@@ -10,8 +10,10 @@
 #   asv_full   one commit of every suite that measures on CUDA, through asv, timed
 #   repeat     $REPEATS fresh processes of the GPU suite's measurement ($WORKLOADS patterns)
 #   planted    one more process with experiments/gpu/plant.py's change in place
-# What comes back in $OUT: summary.txt (a line a step: exit code, seconds), all.log, and
-# files.tgz (the measurements' JSON, asv's results, the cost table).
+#   full       one process measuring every workload (what bench_gpu costs a commit)
+# What comes back in $OUT: summary.txt (a line a step: exit code, seconds), all.log (every
+# step's output as it came), measurements.jsonl (a line a measurement, for history.py) and
+# files.tgz (asv's results and each step's log).
 # Dry run on a CPU machine, from a copy of the tree (asv_full writes results/ there):
 #   DEVICE=cpu PRESET=smoke TORCHPULSE_GPU_SUITE=cpu WORKLOADS='rnns/cudnn/*' REPEATS=2 \
 #       TORCHPULSE_GPU_WORKLOADS='rnns/cudnn/*' ASV_BENCH='^(_canary|bench_gpu)\.' \
@@ -26,7 +28,7 @@ STEPS=${STEPS:-"setup gpu_tests cost asv_full"}
 REPEATS=${REPEATS:-5}
 WORKLOADS=${WORKLOADS:-}
 WORK=$(mktemp -d)
-mkdir -p "$OUT" "$WORK/runs"
+mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
 LOG=$OUT/all.log
 export PYTHONUNBUFFERED=1
@@ -35,11 +37,13 @@ step() {  # step NAME CAP COMMAND...: run it under a time cap if STEPS names it,
     local name=$1 cap=$2 t0=$SECONDS rc
     shift 2
     if [[ " $STEPS " != *" $name "* ]]; then return; fi
-    timeout -k 5 "$cap" "$@" > "$WORK/$name.log" 2>&1
-    rc=$?
-    { printf '\n===== %s (cap %ss, rc %s): %s\n' "$name" "$cap" "$rc" "$*"
-      grep -v '^USDT:' "$WORK/$name.log"; } >> "$LOG"
-    printf '%-12s rc=%-4s %4ss\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$SUMMARY"
+    # into all.log as it comes: a call cut short still brings back what ran
+    printf '\n===== %s (cap %ss): %s\n' "$name" "$cap" "$*" >> "$LOG"
+    timeout -k 5 "$cap" "$@" 2>&1 | grep --line-buffered -v '^USDT:' | tee "$WORK/$name.log" \
+        >> "$LOG"
+    rc=${PIPESTATUS[0]}
+    printf '%-12s rc=%-4s %4ss\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$SUMMARY" \
+        >> "$LOG"
 }
 
 setup() {
@@ -97,37 +101,44 @@ EOF
     return $rc
 }
 
+# every measurement a line of $OUT/measurements.jsonl, labelled, as soon as it is taken
 repeat() {
     for i in $(seq 1 "$REPEATS"); do
-        "$PY" experiments/gpu/measure_once.py "$WORK/runs/run$i.json" --device "$DEVICE" \
-            --preset "$PRESET" --workloads "$WORKLOADS" || return 1
+        "$PY" experiments/gpu/measure_once.py "$OUT/measurements.jsonl" --label "same$i" \
+            --device "$DEVICE" --preset "$PRESET" --workloads "$WORKLOADS" || return 1
     done
 }
 
 planted() {
     "$PY" experiments/gpu/plant.py || return 1
-    "$PY" experiments/gpu/measure_once.py "$WORK/runs/planted.json" --device "$DEVICE" \
-        --preset "$PRESET" --workloads "$WORKLOADS"
+    "$PY" experiments/gpu/measure_once.py "$OUT/measurements.jsonl" --label planted \
+        --device "$DEVICE" --preset "$PRESET" --workloads "$WORKLOADS"
     local rc=$?
     "$PY" experiments/gpu/plant.py --undo
     return $rc
 }
 
-export -f setup asv_full repeat planted
-export PY DEVICE PRESET REPEATS WORKLOADS WORK
+full() {  # every workload, one process: what bench_gpu's setup_cache costs a commit
+    "$PY" experiments/gpu/measure_once.py "$OUT/measurements.jsonl" --label full \
+        --device "$DEVICE" --preset "$PRESET"
+}
+
+export -f setup asv_full repeat planted full
+export PY DEVICE PRESET REPEATS WORKLOADS WORK OUT
 t0=$SECONDS
 step setup 120 bash -c setup
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site ASV_PYTHONPATH=/tmp/site
-step gpu_tests "${TESTS_CAP:-150}" "$PY" -m pytest -p no:cacheprovider -m gpu tests/gpu -q
+step gpu_tests "${TESTS_CAP:-150}" "$PY" -m pytest -p no:cacheprovider -m gpu tests/gpu -q \
+    -k "${TESTS_K:-}"
 step cost "${COST_CAP:-120}" "$PY" experiments/gpu/process_cost.py --device "$DEVICE" \
     --preset "$PRESET"
 step asv_full "${ASV_CAP:-420}" bash -c asv_full
 step repeat "${REPEAT_CAP:-420}" bash -c repeat
 step planted "${PLANTED_CAP:-150}" bash -c planted
+step full "${FULL_CAP:-400}" bash -c full
 grep -h -A12 '^workload ' "$WORK/cost.log" 2>/dev/null | tail -8
 grep -h '^asv run\|seconds\|by module' "$WORK/asv_full.log" 2>/dev/null
-grep -h 'measured,' "$WORK/repeat.log" "$WORK/planted.log" 2>/dev/null
+grep -h 'measured,' "$WORK/repeat.log" "$WORK/planted.log" "$WORK/full.log" 2>/dev/null
 tail -3 "$WORK/gpu_tests.log" 2>/dev/null
-cp "$WORK"/*.log "$WORK/runs" 2>/dev/null
 tar czf "$OUT/files.tgz" -C "$WORK" .
 echo "total        $((SECONDS - t0))s" | tee -a "$SUMMARY"

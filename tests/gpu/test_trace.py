@@ -53,7 +53,8 @@ def test_each_device_activity_belongs_to_the_call_that_launched_it():
     ]
     assert trace.calls(acts) == [
         Call(kernels=2, copies=1, device_ns=30 + 75 + 5, syncs=1, by_time=0),
-        Call(kernels=2, copies=1, device_ns=10 + 10 + 2, syncs=0, by_time=1),
+        Call(kernels=2, copies=1, device_ns=10 + 10 + 2, syncs=0, by_time=1,
+             placed_by_time=("orphan",)),
     ]
 
 
@@ -97,6 +98,16 @@ class _Event:
         return self._v[5]
 
 
+def test_an_annotations_span_on_the_device_is_no_kernel_of_the_region():
+    """torch 2.11 on an H200 drew the region's annotation on the device's timeline too,
+    spanning its kernels: read as a kernel, it counted one more and doubled the time."""
+    cuda, cpu = "DeviceType.CUDA", "DeviceType.CPU"
+    acts = trace.read([_Event(REGION, cpu, 100, 100), _Event(DRAIN, cpu, 200, 10),
+                       _Event(REGION, cuda, 105, 90),
+                       _Event("cudaLaunchKernel", cpu, 101, 2, 7), _Event("k", cuda, 110, 80, 7)])
+    assert trace.calls(acts) == [Call(1, 0, 80, 0, 0)]
+
+
 def test_events_without_their_type_are_read_by_device_and_name():
     cuda, cpu = "DeviceType.CUDA", "DeviceType.CPU"
     read = trace.read([
@@ -129,7 +140,8 @@ def test_a_real_cpu_profile_marks_every_call_and_launches_nothing():
 
 
 @pytest.mark.parametrize("kind", ["kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime",
-                                  "cuda_driver", "user_annotation", "cpu_op", "overhead"])
+                                  "cuda_driver", "user_annotation", "cpu_op", "overhead",
+                                  "gpu_user_annotation"])
 def test_kinetos_activity_types_map_to_ours(kind):
     class Typed(_Event):
         def activity_type(self):

@@ -27,6 +27,7 @@ import math
 import statistics
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
@@ -155,9 +156,12 @@ def _profiled(run: Callable, count: int, device: _Device) -> list[trace.Call]:
     if device.cuda:
         activities.append(ProfilerActivity.CUDA)
     clock = trace.ProfiledClock(device.name)
-    with profile(activities=activities) as prof:
-        for _ in range(count):
-            run(clock)
+    with warnings.catch_warnings():
+        # "Profiler clears events at the end of each cycle": one cycle here, read once
+        warnings.filterwarnings("ignore", message=".*clears events", category=UserWarning)
+        with profile(activities=activities) as prof:
+            for _ in range(count):
+                run(clock)
     return trace.calls(trace.read(prof.profiler.kineto_results.events()))
 
 
@@ -183,9 +187,10 @@ def _one(region: Region, device: _Device, baseline: int, phases: Phases) -> dict
             "syncs": int(statistics.median_low(c.syncs for c in calls)),
             "copies": int(statistics.median_low(c.copies for c in calls)),
             "gpu_memory": memory,
-            # what the counters rest on: every call's kernels, and how many device
-            # activities were placed by time for want of their launch
-            "kernels_per_call": kernels, "by_time": sum(c.by_time for c in calls)}
+            # what the counters rest on: every call's kernels, and the device activities
+            # placed by time for want of their launch (the first call's names)
+            "kernels_per_call": kernels, "by_time": sum(c.by_time for c in calls),
+            "placed_by_time": list(calls[0].placed_by_time[:5]) if calls else []}
 
 
 def measure(names: Sequence[str], tables: dict, device: str, preset: str, *,

@@ -29,7 +29,9 @@ OP = "op"  # an operator on the host (aten::mm)
 OTHER = "other"
 ON_DEVICE = frozenset({KERNEL, COPY, FILL})
 
-# kineto's activity types (``_KinetoEvent.activity_type()``) -> our kinds
+# kineto's activity types (``_KinetoEvent.activity_type()``) -> our kinds; the rest (among
+# them "gpu_user_annotation": an annotation's span drawn on the device's timeline, which
+# covers the region's kernels and is none of them) is OTHER
 _KINDS = {"kernel": KERNEL, "gpu_memcpy": COPY, "gpu_memset": FILL, "cuda_runtime": API,
           "cuda_driver": API, "user_annotation": ANNOTATION, "cpu_op": OP}
 
@@ -55,6 +57,7 @@ class Call:
     device_ns: int  # summed durations of its kernels, copies and fills
     syncs: int  # host calls that wait for the device (cuda*Synchronize, cu*Synchronize)
     by_time: int  # device activities placed by their time alone (no launch call found)
+    placed_by_time: tuple[str, ...] = ()  # their names, for a diagnosis
 
 
 def is_sync(activity: Activity) -> bool:
@@ -67,14 +70,14 @@ def _kind(event) -> str:
     kind = getattr(event, "activity_type", None)
     if kind is not None:
         return _KINDS.get(str(kind()), OTHER)
-    # torch builds whose events do not say their type: by device and name
+    # torch builds whose events do not say their type (2.11): by device and name
     on_device = "cuda" in str(event.device_type()).lower()
     name = event.name()
+    if name in (REGION, DRAIN):  # on the device: the annotation's span, seen on an H200
+        return OTHER if on_device else ANNOTATION
     if on_device:
         return COPY if name.startswith("Memcpy") else FILL if name.startswith("Memset") \
             else KERNEL
-    if name in (REGION, DRAIN):
-        return ANNOTATION
     if name.startswith(("cuda", "cu")) and "::" not in name:
         return API
     return OP if "::" in name else OTHER
@@ -126,6 +129,7 @@ def calls(activities: Sequence[Activity]) -> list[Call]:
     hosts = {a.correlation: a.start_ns for a in activities if a.kind == API}
     ops = {a.correlation: a.start_ns for a in activities if a.kind == OP}
     counts = [[0, 0, 0, 0, 0] for _ in windows]  # kernels, copies, device ns, syncs, by time
+    names: list[list[str]] = [[] for _ in windows]
     for a in activities:
         if a.kind in ON_DEVICE:
             launched = hosts.get(a.correlation) if a.correlation else None
@@ -143,11 +147,13 @@ def calls(activities: Sequence[Activity]) -> list[Call]:
             row[0 if a.kind == KERNEL else 1] += 1
             row[2] += a.end_ns - a.start_ns
             row[4] += by_time
+            if by_time:
+                names[i].append(a.name)
         elif is_sync(a):
             i = _index(windows, a.start_ns, drained=False)
             if i is not None:
                 counts[i][3] += 1
-    return [Call(*row) for row in counts]
+    return [Call(*row, tuple(n)) for row, n in zip(counts, names, strict=True)]
 
 
 class ProfiledClock:
