@@ -92,10 +92,11 @@ step dynamo 170 "${TP[@]}" dynamo --performance --inference --device "$DEVICE" \
         git init -q -b main && git add -A && git -c user.name=gpu -c user.email=gpu@localhost \
             commit -qm "the tree sent to the GPU machine"
     fi
-    step asv "${ASV_CAP:-170}" env TORCHPULSE_PRESET="$PRESET" TORCHPULSE_DEVICE="$DEVICE" \
+    # on CUDA runs bench_gpu measures every workload (the per-process suites skip there)
+    step asv "${ASV_CAP:-400}" env TORCHPULSE_PRESET="$PRESET" TORCHPULSE_DEVICE="$DEVICE" \
         bash -c "$PY -m asv machine --yes && $PY -m asv run -E existing:$(command -v "$PY") \
 --set-commit-hash \$(git rev-parse HEAD) -a rounds=1 -a repeat=2 --record-samples \
---show-stderr --bench '${ASV_BENCH:-bench_(rnns|cnns)}'"
+--show-stderr --bench '${ASV_BENCH:-^bench_gpu\.}'"
     # what torchpulse reads from those results (one commit: units, rules, skip reasons)
     step report 60 bash -c "${TP[*]} alert --format json --output $WORK/alert.json; \
 ${TP[*]} alert"
