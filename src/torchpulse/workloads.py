@@ -23,7 +23,6 @@ Run = Callable[..., None]  # run(clock=None): one call, its measured part in clo
 
 @dataclass
 class Region:
-    name: str
     run: Run
     # calls after which its times are steady (TorchScript's profiling executor needs 4)
     settle: int
@@ -40,17 +39,17 @@ def _fastrnns_region(workload: Any, region: str) -> Run:
     raise ValueError(f"unknown region {region!r}")
 
 
-def _autograd_region(model: str, task: str, row: dict, device: str, preset: str,
-                     seed: int) -> Run:
+def _autograd_region(model: str, task: str, row: dict, device: str, preset: str) -> Run:
     import torch
 
     from torchpulse.autograd.models import BY_NAME, is_supported
     from torchpulse.autograd.run import Prepared
+    from torchpulse.presets import DEFAULT_SEED
 
     if not is_supported(model, task):
         raise ValueError(f"{model} does not run {task}")
     sized = dataclasses.replace(BY_NAME[model], sizes={preset: row})
-    prepared = Prepared(sized, task, torch.device(device), preset, seed)
+    prepared = Prepared(sized, task, torch.device(device), preset, DEFAULT_SEED)
 
     def run(clock=None):
         gc.collect()
@@ -63,18 +62,16 @@ def _autograd_region(model: str, task: str, row: dict, device: str, preset: str,
     return run
 
 
-def build(name: str, tables: dict, device: str, preset: str, *, seed: int | None = None,
+def build(name: str, tables: dict, device: str, preset: str, *,
           built: dict | None = None) -> Region:
     """The workload ``name`` at ``tables`` ({"fastrnns": a Preset's fields, "autograd":
     model -> its getter's sizes}) on ``device``, named ``preset`` (the name its sizes are
     filed under). ``built`` keeps the fastrnns models already built, by runner: the forward
     and backward regions of a runner then share one model (the GPU suite: one build a
-    runner); without it every region is built afresh (the instruction counts). ValueError
-    for a name this torchpulse does not have."""
-    from torchpulse.presets import DEFAULT_SEED
-
+    runner); without it every region is built afresh (the instruction counts). Seeded with
+    presets.DEFAULT_SEED, as the suites are. ValueError for a name this torchpulse does not
+    have."""
     family, what, region = split(name)
-    seed = DEFAULT_SEED if seed is None else seed
     if family in ("rnns", "cnns"):
         from torchpulse.fastrnns.runners import RUNNERS, Workload
         from torchpulse.presets import Preset
@@ -83,14 +80,14 @@ def build(name: str, tables: dict, device: str, preset: str, *, seed: int | None
             raise ValueError(f"runner {what!r} is not in this version of torchpulse")
         workload = None if built is None else built.get(what)
         if workload is None:
-            sizes = Preset.from_sizes(preset, tables["fastrnns"]).replace(seed=seed)
-            workload = Workload(RUNNERS[what], sizes, device)
+            workload = Workload(RUNNERS[what], Preset.from_sizes(preset, tables["fastrnns"]),
+                                device)
             if built is not None:
                 built[what] = workload
-        return Region(name, _fastrnns_region(workload, region), RUNNERS[what].settle_iterations)
+        return Region(_fastrnns_region(workload, region), RUNNERS[what].settle_iterations)
     if family == "autograd":
         if what not in tables["autograd"]:
             raise ValueError(f"no sizes for the autograd model {what!r}")
-        return Region(name, _autograd_region(what, region, tables["autograd"][what], device,
-                                             preset, seed), 1)
+        return Region(_autograd_region(what, region, tables["autograd"][what], device,
+                                       preset), 1)
     raise AssertionError(family)  # split() admits no other

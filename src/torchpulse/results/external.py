@@ -55,6 +55,8 @@ ON_CUDA = r"^(?!external\.|bench_(rnns|cnns|autograd|instructions)\.)"
 def measured_on(device: str) -> str:
     """The --bench of every suite that measures on ``device`` (cpu, cuda, cuda:N)."""
     return ON_CPU if device == "cpu" else ON_CUDA
+
+
 # asv needs at least one value per parameter; listed until real values are imported
 PLACEHOLDER = "none"
 
