@@ -2,8 +2,8 @@
 machine does not move. One valgrind process counts every selected workload of a commit
 (asv's setup_cache); each track_instructions reads its workload's count. The regions are the
 wall-time suites' (a forward pass, a backward pass, one autograd task) at the sizes of
-sizes.INSTRUCTIONS. $TORCHPULSE_INSTRUCTIONS picks the workloads: ``core`` (default) or
-``all`` (docs/instructions.md: what each costs). CUDA runs and machines without valgrind
+sizes.INSTRUCTIONS. $TORCHPULSE_INSTRUCTIONS picks the workloads: ``default`` (66 of 78),
+``all`` or ``core`` (docs/instructions.md: what each costs). CUDA runs and machines without valgrind
 skip the family, each benchmark saying why."""
 
 import os
@@ -18,8 +18,8 @@ WORKLOADS = _family.selected(load("fastrnns/choices.py"), load("autograd/choices
 
 
 def _count(self):
-    if _suite is None or getattr(_suite, "API_VERSION", 0) < 4:
-        return None  # an older package: the benchmarks skip in setup
+    if _suite is None or getattr(_suite, "API_VERSION", 0) < 7:
+        return None  # an older package counts another way: the benchmarks skip in setup
     return _suite.count_instructions(WORKLOADS, _sizes.INSTRUCTIONS)
 
 
@@ -27,14 +27,16 @@ _count.timeout = 3600
 
 
 class Instructions:
-    version = _suite_version(_sizes.INSTRUCTIONS)
+    # counted per call over windows in a normalised process (suite API 7)
+    version = f"{_suite_version(_sizes.INSTRUCTIONS)}-windows"
     params = [WORKLOADS]
     param_names = ["workload"]
     setup_cache = _count
 
     def setup(self, counted, workload):
         if counted is None:
-            raise NotImplementedError("this commit's torchpulse cannot count instructions")
+            raise NotImplementedError("this commit's torchpulse counts instructions another "
+                                      "way (torchpulse.suite API 7 needed)")
         if counted["unavailable"]:
             raise NotImplementedError(counted["unavailable"])
         if workload not in counted["counts"] and workload not in counted["failed"]:

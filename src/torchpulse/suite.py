@@ -28,7 +28,9 @@ from torchpulse.timing import RegionClock
 # 5: gpu_memory() read the CUDA caching allocator's peak over a training step (API 6's
 #    measure_gpu() took it over; the suites no longer call it).
 # 6: measure_gpu() measures every CUDA workload in one process (torchpulse.gpu).
-API_VERSION = 6
+# 7: count_instructions() counts in a normalised process, a child per workload, windows of
+#    calls: counts of another method, which the suites do not mix with API 4-6's.
+API_VERSION = 7
 
 
 @functools.cache

@@ -101,7 +101,7 @@ COUNT = """
 import json, sys
 from torchpulse import sizes
 from torchpulse.instructions import count
-counted, failed = count.count([sys.argv[1]], sizes.INSTRUCTIONS, repeats=3)
+counted, failed = count.count([sys.argv[1]], sizes.INSTRUCTIONS)
 c = counted.get(sys.argv[1])
 print(json.dumps({"failed": failed, "counted": c and [c.instructions, c.counts, c.functions]}))
 """

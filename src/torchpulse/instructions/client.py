@@ -1,7 +1,8 @@
 """Callgrind's client requests, from inside the counted process.
 
 Collection is toggled and dumped through torch's own requests (``torch._C._valgrind_toggle``
-and ``_valgrind_toggle_and_dump_stats``, what torch.utils.benchmark's callgrind uses).
+and ``_valgrind_toggle_and_dump_stats``, what torch.utils.benchmark's callgrind uses); a
+window of several calls is collected with collection off between them and dumped once.
 Instrumentation is switched on once, after ``import torch``: instrumented, that import costs
 44 s under callgrind instead of 12 s (docs/instructions.md). torch has no request for it, so a
 two-line C helper issuing CALLGRIND_START_INSTRUMENTATION is compiled with the system's C
@@ -76,11 +77,14 @@ def start_instrumentation(helper_path: str | None) -> None:
 
 class CountedRegion:
     """A stand-in for timing.RegionClock whose regions are counted: collection is on inside
-    each ``region()`` and every region ends in a dump of its own (callgrind numbers the
-    dumps in order)."""
+    each ``region()``, and every ``calls_per_dump`` regions end in a dump (callgrind numbers
+    a process's dumps from 1, in order; ``dumps`` is the number of the last one written,
+    ``dumps`` at the start when this process wrote some before)."""
 
-    def __init__(self) -> None:
+    def __init__(self, calls_per_dump: int = 1, dumps: int = 0) -> None:
+        self.calls_per_dump = calls_per_dump
         self.regions = 0
+        self.dumps = dumps
 
     @contextlib.contextmanager
     def region(self) -> Iterator[None]:
@@ -90,5 +94,9 @@ class CountedRegion:
         try:
             yield
         finally:
-            torch._C._valgrind_toggle_and_dump_stats()
             self.regions += 1
+            if self.regions % self.calls_per_dump == 0:
+                torch._C._valgrind_toggle_and_dump_stats()
+                self.dumps += 1
+            else:
+                torch._C._valgrind_toggle()

@@ -1,11 +1,12 @@
 """Counting the instructions of the family's workloads: one valgrind process for all of them.
 
-``count`` starts ``python -m torchpulse.instructions.worker`` under callgrind (importing torch
-under valgrind costs 12 s: once per commit, not once per workload), reads the dump of every
-counted region and gives each workload the median of its ``repeats`` counts with the
-functions of that median call. The counted process is single-threaded, with a fixed hash
-seed, the suites' allocation policy and the same address-space layout every time, so two
-runs of a commit count the same to the instruction (docs/instructions.md).
+``count`` starts ``python -m torchpulse.instructions.worker`` under callgrind in a normalised
+process (normalised.py; importing torch under valgrind costs 12 s: once per commit, not once
+per workload), which counts each workload in a child of its own, every core busy, in windows
+of calls. Each workload gets the median window's instructions per call with the functions of
+that window. The counted process is single-threaded, with a fixed hash seed, a fixed malloc
+policy, the same address-space layout, working directory, environment and path lengths
+every time (docs/instructions.md, "Determinism").
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
-import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,14 +25,20 @@ from pathlib import Path
 
 from torchpulse import allocation
 from torchpulse.errors import TorchpulseError
-from torchpulse.instructions import callgrind, client
+from torchpulse.instructions import callgrind, client, normalised, worker
 
-REPEATS = 5  # counted calls per workload; the median is stored
+WINDOWS = 3  # counted windows per workload; the median window's per-call figure is stored
+WINDOW = 5_000_000  # instructions a window aims at (worker.calls_for): periodic work averages out
 TOP_FUNCTIONS = 200  # functions kept per workload's profile, by own instructions
-# what the counted process gets besides the caller's environment: one thread everywhere, a
-# fixed string hash (dict and set layouts, hence instruction paths, repeat across processes)
-ENVIRONMENT = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "TORCHPULSE_DEVICE": "cpu"}
+# what the counted process gets besides its fixed environment (normalised.py): one thread
+# everywhere; a fixed string hash (dict and set layouts, hence instruction paths, repeat
+# across processes); glibc's allocator keeping every freed small block in its per-thread
+# cache and no fastbins, so that no call pays for consolidating what earlier calls freed
+# (without: calls 2-5 % apart, windows drifting by up to 2.3 %, docs/instructions.md)
+MALLOC = "glibc.malloc.tcache_count=65535:glibc.malloc.mxfast=0"
+ENVIRONMENT = {"GLIBC_TUNABLES": MALLOC, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1",
+               "MKL_NUM_THREADS": "1", "TORCHPULSE_DEVICE": "cpu"}
+JOBS_ENV = "TORCHPULSE_COUNT_JOBS"  # workloads counted at once; the machine's cores if unset
 
 
 class CountingError(TorchpulseError, RuntimeError):
@@ -41,8 +47,9 @@ class CountingError(TorchpulseError, RuntimeError):
 
 @dataclass
 class Counted:
-    """One workload's instructions per call of its region (the median of ``counts``) and the
-    own instructions of the functions that ran in the median call (the top ones)."""
+    """One workload's instructions per call of its region (the median of ``counts``, one
+    figure per counted window) and the own instructions per call of the functions that ran
+    in the median window (the top ones)."""
 
     name: str
     instructions: int
@@ -51,7 +58,7 @@ class Counted:
 
     @property
     def spread(self) -> float:
-        """(max - min) / median of the counts: how far one call is from the next."""
+        """(max - min) / median of the counts: how far one window is from the next."""
         return (max(self.counts) - min(self.counts)) / self.instructions
 
 
@@ -72,37 +79,50 @@ def _fixed_layout() -> list[str]:
     return [setarch, platform.machine(), "--addr-no-randomize"] if setarch else []
 
 
-def command(spec: Path, manifest: Path, out_dir: Path, *, instr_at_start: bool,
-            python: str = sys.executable) -> list[str]:
+def jobs() -> int:
+    """Workloads counted at once: $TORCHPULSE_COUNT_JOBS, else every core (a count does not
+    depend on the load beside it)."""
+    text = os.environ.get(JOBS_ENV, "")
+    if text:
+        if not text.isdigit() or int(text) < 1:
+            raise CountingError(f"${JOBS_ENV} must be a whole number of processes, "
+                                f"not {text!r}")
+        return int(text)
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else os.cpu_count() or 1)
+
+
+def command(stage: normalised.Stage, workloads: int, processes: int, *,
+            instr_at_start: bool) -> list[str]:
     return [*_fixed_layout(), valgrind(), "--tool=callgrind", "--quiet",
             f"--instr-atstart={'yes' if instr_at_start else 'no'}", "--collect-atstart=no",
-            f"--callgrind-out-file={out_dir / 'callgrind.out.%p'}",
-            python, "-m", "torchpulse.instructions.worker", str(spec), str(manifest)]
+            f"--callgrind-out-file={stage.root / 'out' / 'dumps' / 'callgrind.out.%p'}",
+            *stage.python, "-c", worker.BOOTSTRAP, str(stage.root), f"{workloads:06d}",
+            f"{processes:06d}"]
 
 
-def _dumps(out_dir: Path) -> list[Path]:
-    """The region dumps in the order they were written (``callgrind.out.<pid>.<n>``, n from
-    1); the final dump at exit (no suffix) holds nothing counted."""
-    numbered = [p for p in out_dir.iterdir()
-                if p.name.count(".") == 3 and p.suffix[1:].isdigit()]
-    return sorted(numbered, key=lambda p: int(p.suffix[1:]))
-
-
-def summarise(name: str, dumps: Sequence[callgrind.Dump], top: int = TOP_FUNCTIONS) -> Counted:
-    counts = [d.total for d in dumps]
+def summarise(name: str, dumps: Sequence[callgrind.Dump], calls: int = 1,
+              top: int = TOP_FUNCTIONS) -> Counted:
+    """A workload's figure from its windows of ``calls`` calls each: the median window's
+    instructions per call, and its functions' own instructions per call (the top ones)."""
+    counts = [round(d.total / calls) for d in dumps]
     median = int(statistics.median_low(counts))
     chosen = dumps[counts.index(median)]
-    functions = dict(sorted(chosen.self_cost.items(), key=lambda kv: -kv[1])[:top])
+    ranked = sorted(chosen.self_cost.items(), key=lambda kv: -kv[1])[:top]
+    functions = {fn: round(cost / calls) for fn, cost in ranked}
     return Counted(name, median, counts, functions)
 
 
-def _run(cmd: list[str], env: dict, timeout: float | None, log) -> tuple[int, str]:
-    """Run the counted process, passing each line it writes to ``log`` as it comes (a count
-    of the whole family takes minutes); (exit status, its last line)."""
+def _run(cmd: list[str], env: dict, cwd: Path, timeout: float | None,
+         log) -> tuple[int, str]:
+    """Run the counted process (in a process group of its own: its forked children go with
+    it on a timeout or an interrupt), passing each line it writes to ``log`` as it comes (a
+    count of the whole family takes minutes); (exit status, its last line)."""
     last = "no output"
-    with subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True) as proc:
-        timer = threading.Timer(timeout, proc.kill) if timeout else None
+    with subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as proc:
+        timer = threading.Timer(timeout, _kill_group, (proc,)) if timeout else None
         if timer:
             timer.start()
         try:
@@ -116,35 +136,67 @@ def _run(cmd: list[str], env: dict, timeout: float | None, log) -> tuple[int, st
         finally:
             if timer:
                 timer.cancel()
+            if proc.poll() is None:  # interrupted: leave nothing running
+                _kill_group(proc)
+                proc.wait()
     return proc.returncode, last
 
 
-def count(workloads: Sequence[str], tables: dict, *, repeats: int = REPEATS,
-          timeout: float | None = None, log=None) -> tuple[dict[str, Counted], dict[str, str]]:
-    """Count every workload in one callgrind process: ({name: Counted}, {name: error} for the
-    workloads that failed on their own). CountingError when the process fails as a whole."""
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _collect(workloads: Sequence[str], out: Path) -> tuple[dict[str, Counted], dict[str, str]]:
+    counted: dict[str, Counted] = {}
+    failed: dict[str, str] = {}
+    for index, name in enumerate(workloads):
+        path = out / f"{index}.json"
+        if not path.exists():
+            failed[name] = "its counting process died before it wrote its result"
+            continue
+        result = json.loads(path.read_text())
+        if "error" in result:
+            failed[name] = result["error"]
+            continue
+        numbers = range(result["first"], result["first"] + result["windows"])
+        dumps = [callgrind.read(out / "dumps" / f"callgrind.out.{result['pid']}.{n}")
+                 for n in numbers]
+        counted[name] = summarise(name, dumps, result["calls"])
+    return counted, failed
+
+
+def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
+          window: int = WINDOW, processes: int | None = None, timeout: float | None = None,
+          log=None) -> tuple[dict[str, Counted], dict[str, str]]:
+    """Count every workload under one callgrind process, ``processes`` children at a time
+    (``jobs()`` by default): ({name: Counted}, {name: error} for the workloads that failed
+    on their own). CountingError when the process fails as a whole."""
     valgrind()  # before the helper is built (and cached) for nothing
     helper = client.helper()
-    with tempfile.TemporaryDirectory(prefix="torchpulse-callgrind-") as tmp:
-        out = Path(tmp)
-        spec, manifest = out / "spec.json", out / "manifest.json"
-        spec.write_text(json.dumps({"workloads": list(workloads), "repeats": repeats,
-                                    "tables": tables,
-                                    "helper": str(helper) if helper else None}))
-        dumps_dir = out / "dumps"
-        dumps_dir.mkdir()
-        cmd = command(spec, manifest, dumps_dir, instr_at_start=helper is None)
-        env = {**os.environ, **allocation.ENVIRONMENT, **ENVIRONMENT}
-        returncode, tail = _run(cmd, env, timeout, log)
-        if returncode != 0 or not manifest.exists():
+    names = list(workloads)
+    with normalised.stage({**allocation.ENVIRONMENT, **ENVIRONMENT}) as stage:
+        inputs, out = stage.root / "in", stage.root / "out"
+        inputs.mkdir()
+        (out / "dumps").mkdir(parents=True)
+        for index, name in enumerate(names):  # one file each: nothing shared grows with more
+            (inputs / f"{index}.json").write_text(json.dumps({
+                "name": name, "windows": windows, "window": window, "tables": tables,
+                "helper": str(helper) if helper else None}))
+        cmd = command(stage, len(names), processes or jobs(), instr_at_start=helper is None)
+
+        def progress(line: str) -> None:  # the worker says indexes: the names are here
+            verb, _, rest = line.partition(" ")
+            index, _, tail = rest.partition(" ")
+            if log is not None:
+                known = verb in ("counted", "failed") and index.isdigit() \
+                    and int(index) < len(names)
+                log(f"{verb} {names[int(index)]}{' ' + tail if tail else ''}" if known
+                    else line)
+
+        returncode, tail = _run(cmd, dict(stage.environ), stage.root, timeout, progress)
+        if returncode != 0:
             raise CountingError(f"the counted process failed (exit {returncode}): {tail}")
-        written = json.loads(manifest.read_text())
-        files = _dumps(dumps_dir)
-        if len(files) != len(written["dumps"]):
-            raise CountingError(f"{len(files)} callgrind dumps for {len(written['dumps'])} "
-                                "counted regions")
-        per: dict[str, list[callgrind.Dump]] = {}
-        for name, path in zip(written["dumps"], files, strict=True):
-            if name not in written["failed"]:
-                per.setdefault(name, []).append(callgrind.read(path))
-    return {name: summarise(name, d) for name, d in per.items()}, dict(written["failed"])
+        return _collect(names, out)

@@ -1,17 +1,37 @@
-"""The process callgrind runs: builds each workload, warms it up with collection off and
-counts its region ``repeats`` times, one callgrind dump per region.
+"""The process callgrind runs: imports torch and the workloads' code once, then forks one child
+per workload (``jobs`` at a time), which builds it, warms it up and counts it.
 
-    python -m torchpulse.instructions.worker SPEC.json MANIFEST.json
+    python -S -c BOOTSTRAP STAGE WORKLOADS JOBS
 
-SPEC (written by instructions.count): workloads, repeats, the sizes table, the helper's path.
-MANIFEST: the workload of each dump in order, and the workloads that failed with their error.
-Counting starts only once a workload is built and warm: the builds, the TorchScript
-optimisations and the first calls (which pay for valgrind's translations) are never counted.
+STAGE (written by instructions.count) holds ``in/<index>.json`` per workload (its name, the
+sizes table, the windows, the helper's path); each child writes ``out/<index>.json``: its pid
+(its dumps are ``out/dumps/callgrind.out.<pid>.<n>``), the calls in each counted window, or
+its error. WORKLOADS and JOBS are zero-padded numbers: the parent reads nothing whose size
+depends on the selection, so a workload's count does not depend on what else is counted.
+
+Why a child per workload: every workload starts from the same process (torch imported, the
+workloads' modules compiled), whatever the other workloads are and in whatever order they
+finish, so its count depends on nothing else; the children run side by side, since a count
+does not depend on the load beside it.
+
+Why windows: a single call's count moves with periodic work (malloc consolidating its bins,
+Python's specialising interpreter, pymalloc taking a new arena), which lands in some calls and
+not others; a window of calls averages it. A child counts one call to size the window
+(``calls_for``), runs that many calls more uncounted (Python 3.11 quickens code run eight
+times and keeps specialising its instructions for a while), then counts ``windows`` windows of
+that many calls, one callgrind dump each, with the garbage collector off inside them. A
+workload whose one call fills a window (a ResNet) uses its sizing call as the first window.
+
+The build and the first calls run uninstrumented (valgrind's plain translation is several
+times faster than callgrind's): the child switches instrumentation on only then.
 """
 
 from __future__ import annotations
 
+import gc
 import json
+import math
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -20,6 +40,28 @@ from pathlib import Path
 # Calls before the counted ones. Python 3.11 quickens a function after its first few calls and
 # specialises its instructions as they run: a count taken earlier includes that work.
 EXTRA_WARMUP = 3
+MAX_CALLS = 64  # calls in one window at most (a workload of a few thousand instructions)
+THREAD_STACK = 64 << 20  # the counted thread's stack: room for TorchScript's recursion
+
+
+def calls_for(one_call: int, window: int) -> int:
+    """Calls a window holds: the power of two that brings it to ``window`` instructions (so a
+    count that moves a little does not change it), between 1 and MAX_CALLS."""
+    if one_call <= 0:
+        return 1
+    return max(1, min(MAX_CALLS, 2 ** math.ceil(math.log2(max(1.0, window / one_call)))))
+
+
+def last_total(dumps_dir: Path, pid: int, number: int) -> int:
+    """The total of this process's dump ``number`` (its ``totals:`` line, at the end)."""
+    path = dumps_dir / f"callgrind.out.{pid}.{number}"
+    with open(path, "rb") as f:
+        f.seek(max(0, path.stat().st_size - 4096))
+        tail = f.read().decode(errors="replace")
+    for line in reversed(tail.splitlines()):
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split(":", 1)[1].split()[0])
+    raise RuntimeError(f"{path} has no totals line")
 
 
 def build(name: str, tables: dict) -> tuple[Callable, int]:
@@ -31,33 +73,138 @@ def build(name: str, tables: dict) -> tuple[Callable, int]:
     return region.run, region.settle + EXTRA_WARMUP
 
 
-def main(spec_path: str, manifest_path: str) -> int:
-    spec = json.loads(Path(spec_path).read_text())
+def count_one(name: str, spec: dict, dumps_dir: Path) -> dict:
+    """In the child: build and warm up uninstrumented, switch instrumentation on, size the
+    window, run a window's worth more, count ``windows`` windows."""
     import torch
 
     from torchpulse.instructions.client import CountedRegion, start_instrumentation
 
-    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    run, warmup = build(name, spec["tables"])
+    for _ in range(warmup):
+        run()
+    gc.collect()
+    gc.freeze()  # what the build made is not scanned again: the collections stay small
+    gc.disable()
     start_instrumentation(spec.get("helper"))
-    counted = CountedRegion()
-    dumps: list[str] = []
-    failed: dict[str, str] = {}
-    for name in spec["workloads"]:
-        torch.manual_seed(0)
+    sizing = CountedRegion(calls_per_dump=1)
+    run(sizing)
+    gc.collect()
+    calls = calls_for(last_total(dumps_dir, os.getpid(), sizing.dumps), spec["window"])
+    windows = spec["windows"]
+    if calls == 1:  # a call fills a window: the sizing call is the first
+        first, windows = sizing.dumps, windows - 1
+    else:  # a window's worth more, instrumented and uncounted: the counts settle
+        first = sizing.dumps + 1
+        for _ in range(calls):
+            run()
+            gc.collect()
+    counted = CountedRegion(calls_per_dump=calls, dumps=sizing.dumps)
+    for _ in range(windows):
+        for _ in range(calls):
+            run(counted)
+            gc.collect()  # outside the region: every call starts from the same heap
+    return {"pid": os.getpid(), "first": first, "calls": calls, "windows": spec["windows"]}
+
+
+def in_fresh_arena(work: Callable[[], dict]) -> dict:
+    """``work()`` in a new thread: glibc gives a thread that allocates its own malloc arena
+    and cache, empty, so what the workload allocates lands the same way whatever the process
+    allocated before (the parent's imports, the spec it read); in the process's main arena,
+    a different history moved the counts by up to 0.4 % (docs/instructions.md). The stack
+    size is fixed: the default follows ``ulimit -s``."""
+    import threading
+
+    outcome: dict = {}
+
+    def target() -> None:
         try:
-            run, warmup = build(name, spec["tables"])
-            for _ in range(warmup):
-                run()
-            for _ in range(spec["repeats"]):
-                before = counted.regions
-                run(counted)
-                dumps.extend([name] * (counted.regions - before))
-        except Exception as exc:  # noqa: BLE001 (one workload's failure is its own)
-            failed[name] = "".join(traceback.format_exception_only(exc)).strip()
-        print(f"counted {name}", file=sys.stderr, flush=True)
-    Path(manifest_path).write_text(json.dumps({"dumps": dumps, "failed": failed}))
+            outcome["result"] = work()
+        except BaseException as exc:  # noqa: BLE001 (reported by the caller)
+            outcome["error"] = exc
+
+    threading.stack_size(THREAD_STACK)
+    thread = threading.Thread(target=target, name="counted")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+def _child(index: int, stage: Path) -> int:
+    spec = json.loads((stage / "in" / f"{index}.json").read_text())
+    try:
+        result = in_fresh_arena(lambda: count_one(spec["name"], spec, stage / "out" / "dumps"))
+        status = 0
+    except BaseException as exc:  # noqa: BLE001 (one workload's failure is its own)
+        result = {"error": "".join(traceback.format_exception_only(exc)).strip()}
+        status = 1
+    (stage / "out" / f"{index}.json").write_text(json.dumps({"name": spec["name"], **result}))
+    return status
+
+
+def main(stage_dir: str, workloads: str, jobs: str) -> int:
+    """Fork every child at once, each waiting on a pipe of its own for its turn, then let
+    ``jobs`` run at a time, in order. Forked before any of them is reaped, a child's state is
+    the same whichever finished first (a reap between forks, with its objects, made the
+    native LSTMs' counts differ by 0.2 % between a quiet and a busy run)."""
+    stage, count, at_once = Path(stage_dir), int(workloads), int(jobs)
+    starts: list[int] = []  # the write end of each child's pipe, in order
+    indexes: dict[int, int] = {}
+    gc.collect()
+    gc.freeze()
+    for index in range(count):
+        wait_for, start = os.pipe()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                for fd in (*starts, start):
+                    os.close(fd)
+                os.read(wait_for, 1)  # its turn, or the parent's end (EOF): go on either way
+                code = _child(index, stage)
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        os.close(wait_for)
+        starts.append(start)
+        indexes[pid] = index
+    released = 0
+
+    def release() -> None:
+        nonlocal released
+        os.write(starts[released], b"s")
+        os.close(starts[released])
+        released += 1
+
+    for _ in range(min(at_once, count)):
+        release()
+    for _ in range(count):
+        pid, status = os.wait()
+        code = os.waitstatus_to_exitcode(status)
+        index = indexes[pid]
+        print(f"counted {index}" if code == 0 else f"failed {index} (exit {code})",
+              file=sys.stderr, flush=True)
+        if released < count:
+            release()
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+# What the counted process runs (``python -S -c BOOTSTRAP STAGE WORKLOADS JOBS``). torch and
+# the torch modules the workloads use are imported from their compiled files; torchpulse's own
+# modules are compiled from their sources, never read from a __pycache__: a cached file holds
+# the path it was compiled at, and a clone at a longer path would lay the heap out otherwise.
+BOOTSTRAP = """\
+import sys, threading
+import torch, torch.func, torch.jit, torch.nn.utils.rnn, torch.autograd.functional
+torch.set_num_threads(1)
+sys.pycache_prefix = sys.argv[1] + "/no-cache"
+import torchpulse.workloads, torchpulse.autograd.run, torchpulse.fastrnns.runners
+import torchpulse.autograd.models, torchpulse.models
+import torchpulse.instructions.client, torchpulse.instructions.worker as worker
+sys.pycache_prefix = None
+sys.exit(worker.main(*sys.argv[1:]))
+"""

@@ -1,0 +1,111 @@
+"""The counted process's surroundings, made the same wherever torchpulse runs.
+
+A process's instruction counts move with what it is given: the length of its environment and
+argv (they sit on the stack, and with them every stack address), the paths its modules are
+imported from (each path string and every string built from it is allocated on the heap, so
+a longer clone path lays out the heap differently), its working directory. Pointer-keyed
+hash tables (Python's method cache, dicts keyed by object identity, torch's dispatch caches)
+and malloc's bins then take other paths. docs/instructions.md gives what each moved.
+
+So the counted process gets, whatever the caller's clone path, environment, working directory
+or asv machine name:
+
+- a fresh working directory of fixed length, ``/tmp/tpc-XXXXXXXX`` (not ``$TMPDIR``, whose
+  length varies between CI jobs), which also holds its input and output files;
+- the base interpreter (``realpath(sys.executable)``, not the virtual environment's link) with
+  ``-S`` and ``PYTHONPATH`` naming fixed-length links (``<stage>/p/00``, ``01``, ...) to the
+  directories it imports from: torchpulse's, then the site-packages, then torch's if it lies
+  elsewhere;
+- a fixed environment: no variable of the caller's reaches it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# not $TMPDIR: a CI job's own temporary directory differs in length from one job to the next
+FIXED_TMP = "/tmp"
+PREFIX = "tpc-"  # tempfile adds 8 characters: the stage's path has one length everywhere
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Where the counted process runs (its working directory, holding its files) and what it
+    is started with: ``python`` (the interpreter and its flags) and ``environ``."""
+
+    root: Path
+    python: tuple[str, ...]
+    environ: Mapping[str, str]
+
+
+def _package_root(name: str) -> Path | None:
+    """The directory a top-level package is imported from (where ``name/`` lies), without
+    importing it; None where it cannot be found."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))).resolve().parent
+
+
+def import_roots(path: list[str] | None = None) -> list[Path]:
+    """The directories the counted process imports from, in order: torchpulse's root, every
+    site-packages (or dist-packages) on ``path`` (sys.path), and torch's root if it is in
+    none of them. Only these: the folders a test runner or asv puts on sys.path would make
+    the environment differ between callers."""
+    roots: list[Path] = []
+    first = _package_root("torchpulse")
+    if first is not None:
+        roots.append(first)
+    for entry in sys.path if path is None else path:
+        if entry and Path(entry).name in ("site-packages", "dist-packages") \
+                and Path(entry).is_dir():
+            roots.append(Path(entry).resolve())
+    torch_root = _package_root("torch")
+    if torch_root is not None:
+        roots.append(torch_root)
+    unique: list[Path] = []
+    for root in roots:
+        if root not in unique:
+            unique.append(root)
+    return unique
+
+
+def _base_directory() -> str:
+    if os.path.isdir(FIXED_TMP) and os.access(FIXED_TMP, os.W_OK | os.X_OK):
+        return FIXED_TMP
+    return tempfile.gettempdir()  # a fixed length still, on this machine
+
+
+def environment(root: Path, links: list[Path], extra: Mapping[str, str]) -> dict[str, str]:
+    """The counted process's whole environment: fixed values, the import links and
+    ``extra`` (the counting settings), nothing of the caller's."""
+    return {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "HOME": str(root),
+            "PYTHONPATH": os.pathsep.join(str(link) for link in links),
+            "PYTHONDONTWRITEBYTECODE": "1", **extra}
+
+
+@contextlib.contextmanager
+def stage(extra_environ: Mapping[str, str]) -> Iterator[Stage]:
+    """A fresh stage, removed afterwards with everything in it (its links only, never what
+    they point to)."""
+    root = Path(tempfile.mkdtemp(prefix=PREFIX, dir=_base_directory()))
+    try:
+        links_dir = root / "p"
+        links_dir.mkdir()
+        links = []
+        for index, target in enumerate(import_roots()):
+            link = links_dir / f"{index:02d}"
+            link.symlink_to(target, target_is_directory=True)
+            links.append(link)
+        python = (os.path.realpath(sys.executable), "-S")
+        yield Stage(root, python, environment(root, links, extra_environ))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)  # rmtree unlinks links, never follows them
