@@ -67,12 +67,22 @@ AUTOGRAD = {
 
 # The instruction-count family (torchpulse.instructions): sized for counting, the code path a
 # regression would change rather than the arithmetic volume, since callgrind runs at a few
-# million instructions a second. Its own table: the wall-time suites' digests do not see it.
+# tens of million instructions a second. The smallest sizes that still run every layer:
+# ResNets at 16 px (their last stages at 1x1, batch 2 so that batch norm has two values per
+# channel), DeepSpeech over 41 frequency bins. Its own table: the wall-time suites' digests
+# do not see it. docs/instructions.md gives each workload's count and cost.
+_INSTRUCTION_AUTOGRAD = {model: rows["smoke"] for model, rows in AUTOGRAD.items()}
+_INSTRUCTION_AUTOGRAD.update({
+    "resnet18": {"batch": 2, "image": 16},
+    "fcn_resnet": {"batch": 1, "image": 16, "backbone_width": 8},
+    "deepspeech": {"batch": 1, "seq": 16, "hidden": 8, "layers": 2, "target": 3,
+                   "spectrogram": 41},
+})
 INSTRUCTIONS = {
     "fastrnns": {"seq_length": 16, "num_layers": 1, "input_size": 16, "hidden_size": 16,
-                 "mini_batch": 2, "image_batch": 2, "image_size": 32, "warmup": 5,
+                 "mini_batch": 2, "image_batch": 2, "image_size": 16, "warmup": 5,
                  "nloops": 1, "varlen_scale": 0.1, "num_threads": 1},
-    "autograd": {model: rows["smoke"] for model, rows in AUTOGRAD.items()},
+    "autograd": _INSTRUCTION_AUTOGRAD,
 }
 
 # A workload whose definition changes what it measures gets a new revision here. The suites

@@ -19,14 +19,25 @@ def test_every_workload_of_the_cpu_suites_has_a_name():
     assert all(family.split(n)[0] in ("rnns", "cnns", "autograd") for n in names)
 
 
-def test_the_core_is_the_default_and_a_subset_of_all():
+def test_the_default_is_every_workload_but_the_left_out_ones_heaviest_first():
     every = family.workloads(fastrnns, autograd)
-    core = family.selected(fastrnns, autograd, None)
-    assert core == family.selected(fastrnns, autograd, "core") == [
-        n for n in every if n in family.CORE]
-    assert set(core) == set(family.CORE)
-    assert family.selected(fastrnns, autograd, "all") == every
-    with pytest.raises(ValueError, match="TORCHPULSE_INSTRUCTIONS must be one of core, all"):
+    default = family.selected(fastrnns, autograd, None)
+    assert default == family.selected(fastrnns, autograd, "default")
+    left_out = set(every) - set(default)
+    assert left_out == set(family.matching(every, ",".join(family.LEFT_OUT)))
+    assert len(every) == 78 and len(default) == 78 - 12
+    assert {"cnns/resnet18/backward", "autograd/resnet18/vjp", "rnns/jit/backward",
+            "autograd/ppl_robust_reg/hessian_fwdrev"} <= set(default)
+    # the heavy models start first, the rest in the family's order
+    heavy = [w for w in default if w.startswith(("cnns/", "autograd/resnet18/"))]
+    assert default[:len(heavy)] == heavy[:len(heavy)]
+    assert default[0].startswith("cnns/") and default[-1].startswith("autograd/")
+    rest = [w for w in default if not w.startswith(family._HEAVY)]
+    assert rest == [w for w in every if w in rest]
+    assert sorted(family.selected(fastrnns, autograd, "all")) == sorted(every)
+    assert set(family.selected(fastrnns, autograd, "core")) == set(family.CORE)
+    with pytest.raises(ValueError,
+                       match="TORCHPULSE_INSTRUCTIONS must be one of default, all, core"):
         family.selected(fastrnns, autograd, "everything")
 
 

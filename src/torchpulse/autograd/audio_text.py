@@ -98,7 +98,8 @@ class DeepSpeech(nn.Module):
 
 
 def deepspeech(device: torch.device, size: dict[str, Any]) -> Built:
-    n, seq, spectrogram, classes = size["batch"], size["seq"], 161, 10
+    # 161 frequency bins, deepspeech.pytorch's; the instruction counts take fewer
+    n, seq, spectrogram, classes = size["batch"], size["seq"], size.get("spectrogram", 161), 10
     model = DeepSpeech(classes, size["hidden"], size["layers"], spectrogram)
     inputs = torch.rand(n, 1, spectrogram, seq).to(device)
     lengths = torch.rand(n).mul(seq * 0.1).add(seq * 0.8).int()
