@@ -61,7 +61,7 @@ LEFT_OUT = ("cnns/resnet50/*", "cnns/resnet50_jit/*", "cnns/resnet18_jit/*",
             "autograd/resnet18/jvp",
             "autograd/resnet18/vhp", "autograd/fcn_resnet/jvp", "autograd/fcn_resnet/vhp",
             "autograd/detr/jvp", "autograd/detr/vhp")
-# A quick subset (about a minute a commit): the native LSTM, the eager Python one, a
+# A quick subset (about half a minute a commit): the native LSTM, the eager Python one, a
 # variable-length batch and two autograd tasks of a small model.
 CORE = ("rnns/cudnn/forward", "rnns/cudnn/backward", "rnns/py/forward", "rnns/py/backward",
         "rnns/vl_py/forward", "autograd/ppl_simple_reg/vjp", "autograd/ppl_simple_reg/hvp")
