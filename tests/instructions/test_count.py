@@ -61,6 +61,18 @@ def test_without_valgrind_counting_fails_in_one_line(monkeypatch):
         count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
 
 
+def test_a_stage_is_always_a_new_directory_and_only_its_own_is_removed(tmp_path, monkeypatch):
+    monkeypatch.setattr(normalised, "FIXED_TMP", str(tmp_path))
+    someone_elses = tmp_path / "tpc-00000000"
+    someone_elses.mkdir()
+    (someone_elses / "keep").write_text("not the stage's")
+    with normalised.stage({}) as first, normalised.stage({}) as second:
+        assert first.root == tmp_path / "tpc-00000001"
+        assert second.root == tmp_path / "tpc-00000002"
+    assert (someone_elses / "keep").read_text() == "not the stage's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tpc-00000000"]
+
+
 # At the lowest priority: the hog takes every cycle the counted process and the other test
 # worker leave idle, and never slows the other worker's timed tests (their machine canary
 # would read a busy machine and withhold their verdicts).

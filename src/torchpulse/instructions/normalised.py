@@ -10,8 +10,9 @@ and malloc's bins then take other paths. docs/instructions.md gives what each mo
 So the counted process gets, whatever the caller's clone path, environment, working directory
 or asv machine name:
 
-- a fresh working directory of fixed length, ``/tmp/tpc-XXXXXXXX`` (not ``$TMPDIR``, whose
-  length varies between CI jobs), which also holds its input and output files;
+- a fresh working directory of fixed length, ``/tmp/tpc-00000000`` or the next number free
+  (not ``$TMPDIR``, whose length varies between CI jobs), which also holds its input and
+  output files;
 - the base interpreter (``realpath(sys.executable)``, not the virtual environment's link) with
   ``-S`` and ``PYTHONPATH`` naming fixed-length links (``<stage>/p/00``, ``01``, ...) to the
   directories it imports from: torchpulse's, then the site-packages, then torch's if it lies
@@ -33,7 +34,8 @@ from pathlib import Path
 
 # not $TMPDIR: a CI job's own temporary directory differs in length from one job to the next
 FIXED_TMP = "/tmp"
-PREFIX = "tpc-"  # tempfile adds 8 characters: the stage's path has one length everywhere
+PREFIX = "tpc-"  # and 8 characters: the stage's path has one length everywhere
+STAGE_TRIES = 1000
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,20 @@ def _base_directory() -> str:
     return tempfile.gettempdir()  # a fixed length still, on this machine
 
 
+def _new_directory(base: Path) -> Path:
+    """``base/tpc-00000000``, or the next number free: created here (never one that was
+    there), and the same name, hence the same string hashes in the counted process, from one
+    run to the next unless runs overlap or one was killed before it tidied up."""
+    for number in range(STAGE_TRIES):
+        path = base / f"{PREFIX}{number:08d}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return path
+    return Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))  # 8 characters too
+
+
 def environment(root: Path, links: list[Path], extra: Mapping[str, str]) -> dict[str, str]:
     """The counted process's whole environment: fixed values, the import links and
     ``extra`` (the counting settings), nothing of the caller's."""
@@ -96,7 +112,7 @@ def environment(root: Path, links: list[Path], extra: Mapping[str, str]) -> dict
 def stage(extra_environ: Mapping[str, str]) -> Iterator[Stage]:
     """A fresh stage, removed afterwards with everything in it (its links only, never what
     they point to)."""
-    root = Path(tempfile.mkdtemp(prefix=PREFIX, dir=_base_directory()))
+    root = _new_directory(Path(_base_directory()))
     try:
         links_dir = root / "p"
         links_dir.mkdir()
