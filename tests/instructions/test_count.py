@@ -37,6 +37,17 @@ def test_a_window_holds_a_power_of_two_calls_up_to_its_size(one_call, calls):
     assert worker.calls_for(one_call, 5_000_000) == calls
 
 
+def test_the_workloads_counted_at_once_are_the_cores_or_what_the_user_says(monkeypatch):
+    monkeypatch.delenv(count.JOBS_ENV, raising=False)
+    assert count.jobs() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv(count.JOBS_ENV, "3")
+    assert count.jobs() == 3
+    for bad in ("0", "-1", "two", "1.5"):
+        monkeypatch.setenv(count.JOBS_ENV, bad)
+        with pytest.raises(count.CountingError, match="TORCHPULSE_COUNT_JOBS must be a whole"):
+            count.jobs()
+
+
 def test_the_counted_process_sees_nothing_of_its_callers_surroundings(tmp_path, monkeypatch):
     monkeypatch.setenv("SOMETHING_OF_THE_CALLERS", "x" * 1000)
     monkeypatch.chdir(tmp_path)

@@ -1,9 +1,9 @@
 """Counting the instructions of the family's workloads: one valgrind process for all of them.
 
-``count`` starts ``python -m torchpulse.instructions.worker`` under callgrind in a normalised
-process (normalised.py; importing torch under valgrind costs 12 s: once per commit, not once
-per workload), which counts each workload in a child of its own, every core busy, in windows
-of calls. Each workload gets the median window's instructions per call with the functions of
+``count`` starts the worker (``worker.BOOTSTRAP``) under callgrind in a normalised process
+(normalised.py; importing torch under valgrind costs 12 s: once per commit, not once per
+workload), which counts each workload in a child of its own, every core busy, in windows of
+calls. Each workload gets the median window's instructions per call with the functions of
 that window. The counted process is single-threaded, with a fixed hash seed, a fixed malloc
 policy, the same address-space layout, working directory, environment and path lengths
 every time (docs/instructions.md, "Determinism").

@@ -52,15 +52,14 @@ def split(name: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2]
 
 
-# Left out of the default count: each costs 15-50 s of a core a commit under callgrind (34-483 M
-# instructions a call), together more than the rest of the family; the double-backward ones
-# (jvp, vhp) still grow by 0.3-1.3 % a call after their warm-up, too much for a 1 % threshold;
-# the TorchScript ResNet runs the plain ResNet's kernels, which are counted
+# Left out of the default count: their calls execute 34-483 M instructions each (the other 66:
+# 0.6-110 M), and on 2 cores the 78 took 477 s against the 66's 182 s; the double-backward
+# ones (jvp, vhp) still grow by 0.3-1.3 % a call after their warm-up, too much for a 1 %
+# threshold; the TorchScript ResNet runs the plain ResNet's kernels, which are counted
 # (docs/instructions.md, "Cost"). ``all`` counts them too.
 LEFT_OUT = ("cnns/resnet50/*", "cnns/resnet50_jit/*", "cnns/resnet18_jit/*",
-            "autograd/resnet18/jvp",
-            "autograd/resnet18/vhp", "autograd/fcn_resnet/jvp", "autograd/fcn_resnet/vhp",
-            "autograd/detr/jvp", "autograd/detr/vhp")
+            "autograd/resnet18/jvp", "autograd/resnet18/vhp", "autograd/fcn_resnet/jvp",
+            "autograd/fcn_resnet/vhp", "autograd/detr/jvp", "autograd/detr/vhp")
 # A quick subset (about half a minute a commit): the native LSTM, the eager Python one, a
 # variable-length batch and two autograd tasks of a small model.
 CORE = ("rnns/cudnn/forward", "rnns/cudnn/backward", "rnns/py/forward", "rnns/py/backward",
