@@ -74,3 +74,13 @@ def test_code_generated_at_run_time_is_one_function_whatever_its_address():
     text = ("events: Ir\nob=(1) ???\nfn=(1) 0x000000002b0f2000\n0 8\n"
             "fn=(2) 0x000000002b0ec000\n0 2\nsummary: 10\n")
     assert callgrind.parse(text).self_cost == {callgrind.JIT_CODE: 10}
+
+
+def test_the_total_alone_is_read_from_the_end_of_a_long_dump(tmp_path):
+    path = tmp_path / "callgrind.out.42.1"
+    long = DUMP.replace("ob=(2)\n", "ob=(2)\n" + "# padding\n" * 2000)
+    path.write_text(long)
+    assert callgrind.read_total(path) == callgrind.read(path).total == 166
+    path.write_text(long.split("totals:")[0])  # cut short: its summary is far from the end
+    with pytest.raises(callgrind.CallgrindFormatError, match="no summary or totals line"):
+        callgrind.read_total(path)

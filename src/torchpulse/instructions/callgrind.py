@@ -60,6 +60,25 @@ def _function(name: str, obj: str) -> str:
     return f"{name} [{Path(obj).name}]" if obj else name
 
 
+_TOTAL_LINES = ("summary:", "totals:")
+
+
+def _total(line: str) -> int:
+    return int(line.split(":", 1)[1].split()[0])
+
+
+def read_total(path: Path) -> int:
+    """A dump's total alone, from its last lines (where callgrind writes it): what the
+    counted process reads of its own dump to size a window, without parsing the rest."""
+    with open(path, "rb") as f:
+        f.seek(max(0, path.stat().st_size - 4096))
+        tail = f.read().decode(errors="replace")
+    for line in reversed(tail.splitlines()):
+        if line.startswith(_TOTAL_LINES):
+            return _total(line)
+    raise CallgrindFormatError(f"{path}: no summary or totals line at its end")
+
+
 def parse(text: str) -> Dump:
     """The costs of one dump (the first event, Ir, when several are collected)."""
     names = _names()
@@ -92,8 +111,8 @@ def parse(text: str) -> Dump:
             in_call = True
         elif key in ("fl", "fi", "fe", "cfi", "cfl"):
             _resolve(names["fl"], value)
-        elif line.startswith(("summary:", "totals:")):
-            total = int(line.split(":", 1)[1].split()[0])
+        elif line.startswith(_TOTAL_LINES):
+            total = _total(line)
         elif line.startswith("desc: Trigger:"):
             trigger = line.split(":", 2)[2].strip()
     if total is None:

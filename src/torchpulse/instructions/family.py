@@ -74,14 +74,13 @@ _HEAVY = ("cnns/", "autograd/resnet18/", "autograd/fcn_resnet/", "autograd/detr/
 def selected(fastrnns: ModuleType, autograd: ModuleType, choice: str | None) -> list[str]:
     """The workloads a run counts, the heaviest first: ``default`` (None or empty: every
     workload but LEFT_OUT), ``all`` or ``core``; ValueError for anything else."""
-    import fnmatch
-
     every = workloads(fastrnns, autograd)
     choice = choice or "default"
     if choice == "all":
         chosen = every
     elif choice == "default":
-        chosen = [w for w in every if not any(fnmatch.fnmatchcase(w, p) for p in LEFT_OUT)]
+        left_out = set(matching(every, ",".join(LEFT_OUT)))
+        chosen = [w for w in every if w not in left_out]
     elif choice == "core":
         chosen = [w for w in every if w in CORE]
     else:

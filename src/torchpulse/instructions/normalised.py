@@ -57,27 +57,23 @@ def _package_root(name: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))).resolve().parent
 
 
-def import_roots(path: list[str] | None = None) -> list[Path]:
+def import_roots() -> list[Path]:
     """The directories the counted process imports from, in order: torchpulse's root, every
-    site-packages (or dist-packages) on ``path`` (sys.path), and torch's root if it is in
+    site-packages (or dist-packages) on sys.path, and torch's root if it is in
     none of them. Only these: the folders a test runner or asv puts on sys.path would make
     the environment differ between callers."""
     roots: list[Path] = []
     first = _package_root("torchpulse")
     if first is not None:
         roots.append(first)
-    for entry in sys.path if path is None else path:
+    for entry in sys.path:
         if entry and Path(entry).name in ("site-packages", "dist-packages") \
                 and Path(entry).is_dir():
             roots.append(Path(entry).resolve())
     torch_root = _package_root("torch")
     if torch_root is not None:
         roots.append(torch_root)
-    unique: list[Path] = []
-    for root in roots:
-        if root not in unique:
-            unique.append(root)
-    return unique
+    return list(dict.fromkeys(roots))  # each once, in order
 
 
 def _base_directory() -> str:

@@ -37,6 +37,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from torchpulse.instructions.callgrind import read_total
+
 # Calls before the counted ones. Python 3.11 quickens a function after its first few calls and
 # specialises its instructions as they run: a count taken earlier includes that work.
 EXTRA_WARMUP = 3
@@ -50,18 +52,6 @@ def calls_for(one_call: int, window: int) -> int:
     if one_call <= 0:
         return 1
     return max(1, min(MAX_CALLS, 2 ** math.ceil(math.log2(max(1.0, window / one_call)))))
-
-
-def last_total(dumps_dir: Path, pid: int, number: int) -> int:
-    """The total of this process's dump ``number`` (its ``totals:`` line, at the end)."""
-    path = dumps_dir / f"callgrind.out.{pid}.{number}"
-    with open(path, "rb") as f:
-        f.seek(max(0, path.stat().st_size - 4096))
-        tail = f.read().decode(errors="replace")
-    for line in reversed(tail.splitlines()):
-        if line.startswith(("totals:", "summary:")):
-            return int(line.split(":", 1)[1].split()[0])
-    raise RuntimeError(f"{path} has no totals line")
 
 
 def build(name: str, tables: dict) -> tuple[Callable, int]:
@@ -91,7 +81,8 @@ def count_one(name: str, spec: dict, dumps_dir: Path) -> dict:
     sizing = CountedRegion(calls_per_dump=1)
     run(sizing)
     gc.collect()
-    calls = calls_for(last_total(dumps_dir, os.getpid(), sizing.dumps), spec["window"])
+    calls = calls_for(read_total(dumps_dir / f"callgrind.out.{os.getpid()}.{sizing.dumps}"),
+                      spec["window"])
     windows = spec["windows"]
     if calls == 1:  # a call fills a window: the sizing call is the first
         first, windows = sizing.dumps, windows - 1
