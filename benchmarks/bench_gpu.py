@@ -5,8 +5,10 @@ summed device time (CUPTI, which launch gaps on the host do not move), the kerne
 launches and the host synchronisations it makes (exact counters), and its GPU memory.
 CPU runs skip it (the per-process suites measure them there), each benchmark saying why;
 $TORCHPULSE_GPU_SUITE=cpu runs it on the CPU as a dry run of its path.
-$TORCHPULSE_GPU_WORKLOADS (comma-separated shell patterns: ``rnns/*,cnns/*``) measures
-those workloads only; the others skip."""
+By default it measures every workload but the variable-length Python and TorchScript loops
+(family.GPU_LEFT_OUT, as upstream's fastrnns); $TORCHPULSE_GPU_WORKLOADS=all measures those
+too, and comma-separated shell patterns (``rnns/*,cnns/*``) measure the workloads they match
+only; the others skip."""
 
 import os
 
@@ -18,8 +20,8 @@ from ._tree import load
 
 _family = load("instructions/family.py")
 WORKLOADS = _family.workloads(load("fastrnns/choices.py"), load("autograd/choices.py"))
-SELECTION_ENV = "TORCHPULSE_GPU_WORKLOADS"
-SELECTED = _family.matching(WORKLOADS, os.environ.get(SELECTION_ENV))
+SELECTION_ENV = _family.GPU_SELECTION_ENV
+SELECTED = _family.gpu_selected(WORKLOADS, os.environ.get(SELECTION_ENV))
 
 
 def _measure(self):
@@ -49,7 +51,8 @@ class Workloads:
 
     def setup(self, measured, workload):
         if workload not in SELECTED:
-            raise NotImplementedError(f"{workload} is not in ${SELECTION_ENV}")
+            raise NotImplementedError(f"{workload} is not in the GPU suite's selection "
+                                      f"(${SELECTION_ENV}: default, all or patterns)")
         if measured is None:
             raise NotImplementedError("this commit's torchpulse has no GPU suite")
         if measured["unavailable"]:

@@ -68,9 +68,16 @@ def test_one_process_measures_each_workload_and_builds_a_runner_once(monkeypatch
     monkeypatch.setattr(runners.Workload, "__init__", counting)
     names = ["rnns/jit/forward", "rnns/jit/backward", "rnns/nope/forward",
              "cnns/resnet18/forward", "autograd/ppl_simple_reg/vjp", "rnns/cudnn/forward"]
-    lines = []
-    out = gpu_measure.measure(names, SMOKE, "cpu", "smoke", log=lines.append)
+    lines, rows = [], []
+    out = gpu_measure.measure(names, SMOKE, "cpu", "smoke", log=lines.append,
+                              each=lambda name, row: rows.append((name, row)))
     assert built == ["jit", "resnet18", "cudnn"]  # forward and backward share one model
+    # each workload is handed over as it is measured, a failure as a failure
+    assert [name for name, _ in rows] == names
+    for name, row in rows:
+        assert row["seconds"] == out["seconds"][name]
+        assert (row.get("figures") == out["workloads"].get(name)
+                and row.get("failed") == out["failed"].get(name))
     assert set(out["workloads"]) == set(names) - {"rnns/nope/forward"}
     assert "not in this version" in out["failed"]["rnns/nope/forward"]
     for name, row in out["workloads"].items():

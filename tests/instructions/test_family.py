@@ -54,3 +54,17 @@ def test_a_selection_of_workloads_by_shell_patterns():
         "rnns/cudnn/forward", "rnns/cudnn/backward", "autograd/resnet18/vjp"]
     assert family.matching(every, "cnns/*") == [n for n in every if n.startswith("cnns/")]
     assert family.matching(every, "nothing/*") == []
+
+
+def test_the_gpu_suite_measures_all_but_the_variable_length_loops_by_default():
+    every = family.workloads(fastrnns, autograd)
+    default = family.gpu_selected(every, None)
+    left_out = {"rnns/vl_jit/forward", "rnns/vl_jit/backward", "rnns/vl_py/forward",
+                "rnns/vl_py/backward"}
+    assert set(every) - set(default) == left_out
+    assert default == [w for w in every if w not in left_out]  # the measuring order kept
+    assert "rnns/vl_cudnn/backward" in default
+    assert family.gpu_selected(every, "default") == family.gpu_selected(every, " ") == default
+    assert family.gpu_selected(every, "all") == every
+    assert family.gpu_selected(every, "rnns/vl_py/*,cnns/resnet18/forward") == [
+        "rnns/vl_py/forward", "rnns/vl_py/backward", "cnns/resnet18/forward"]

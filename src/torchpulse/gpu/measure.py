@@ -194,10 +194,13 @@ def _one(region: Region, device: _Device, baseline: int, phases: Phases) -> dict
 
 
 def measure(names: Sequence[str], tables: dict, device: str, preset: str, *,
-            log: Callable[[str], None] | None = None) -> dict:
+            log: Callable[[str], None] | None = None,
+            each: Callable[[str, dict], None] | None = None) -> dict:
     """Measure ``names`` in this process on ``device`` at ``tables`` (workloads.build):
     {"workloads": {name: figures}, "failed": {name: error}, "phases": {phase: seconds},
-    "seconds": {name: seconds}}. A workload that fails is its own failure."""
+    "seconds": {name: seconds}}. A workload that fails is its own failure. ``log`` gets a
+    progress line a workload; ``each`` gets (name, {"figures" or "failed", "seconds"}) as
+    soon as it is measured, so a run cut short keeps what it took."""
     dev = _Device(device)
     phases = Phases()
     started = time.perf_counter()
@@ -220,6 +223,10 @@ def measure(names: Sequence[str], tables: dict, device: str, preset: str, *,
         out["seconds"][name] = seconds
         if log is not None:
             log(describe(name, out, seconds))
+        if each is not None:
+            done = ({"failed": out["failed"][name]} if name in out["failed"]
+                    else {"figures": out["workloads"][name]})
+            each(name, {**done, "seconds": seconds})
     _release(built)
     phases.seconds["total"] = time.perf_counter() - started
     out["phases"] = phases.seconds

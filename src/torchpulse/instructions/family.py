@@ -89,6 +89,27 @@ def selected(fastrnns: ModuleType, autograd: ModuleType, choice: str | None) -> 
     return sorted(chosen, key=lambda w: not w.startswith(_HEAVY))  # stable: heaviest first
 
 
+# Left out of the GPU suite's default: the variable-length Python and TorchScript loops, as
+# upstream's fastrnns leaves them to --variable-lstms. Their calls launch 13,000-60,000
+# kernels, and profiling them took about 120 s of a commit on an H200 (docs/gpu.md, "Where
+# the time goes"); vl_cudnn stays.
+GPU_LEFT_OUT = ("rnns/vl_jit/*", "rnns/vl_py/*")
+GPU_SELECTION_ENV = "TORCHPULSE_GPU_WORKLOADS"
+
+
+def gpu_selected(every: list[str], choice: str | None) -> list[str]:
+    """The workloads the GPU suite measures, in ``every``'s order: every one but
+    GPU_LEFT_OUT for None, empty or ``default``; ``all``; else those matching ``choice``'s
+    comma-separated shell patterns."""
+    choice = (choice or "").strip()
+    if choice in ("", "default"):
+        left_out = set(matching(every, ",".join(GPU_LEFT_OUT)))
+        return [w for w in every if w not in left_out]
+    if choice == "all":
+        return list(every)
+    return matching(every, choice)
+
+
 def matching(names: list[str], patterns: str | None) -> list[str]:
     """The names that match one of ``patterns``, comma-separated shell patterns
     (``rnns/*,autograd/resnet18/*``); all of them when ``patterns`` is None or empty."""
