@@ -3,7 +3,10 @@ setup_cache runs it for a commit, written to a JSON file or appended to a JSON-l
 with a label; history.py turns several into an asv history and judges it (docs/gpu.md).
 
     python experiments/gpu/measure_once.py OUT.json|OUT.jsonl [--label L] [--device cuda]
-        [--preset cuda] [--workloads 'rnns/*,cnns/*']
+        [--preset cuda] [--workloads default|all|'rnns/*,cnns/*'] [--rows ROWS.jsonl]
+
+``--rows`` appends each workload's figures as a line the moment it is measured, so a process
+cut short by its time cap still leaves what it measured.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ def main() -> int:
     parser.add_argument("--label", default="")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--preset", default="cuda")
-    parser.add_argument("--workloads", default="", help="comma-separated shell patterns")
+    parser.add_argument("--workloads", default="",
+                        help="default, all or comma-separated shell patterns (bench_gpu's)")
+    parser.add_argument("--rows", default="", help="a JSON-lines file: a line a workload")
     args = parser.parse_args()
     start = time.perf_counter()
     from torchpulse import sizes
@@ -29,12 +34,19 @@ def main() -> int:
     from torchpulse.gpu.measure import measure
     from torchpulse.instructions import family
 
-    names = family.matching(family.workloads(fastrnns, autograd), args.workloads)
+    names = family.gpu_selected(family.workloads(fastrnns, autograd), args.workloads)
     tables = {"fastrnns": sizes.FASTRNNS[args.preset],
               "autograd": {m: r[args.preset] for m, r in sizes.AUTOGRAD.items()}}
     imported = time.perf_counter() - start
+
+    def each(name: str, row: dict) -> None:
+        if args.rows:
+            with open(args.rows, "a") as f:
+                f.write(json.dumps({"label": args.label, "workload": name, **row,
+                                    "at_s": time.perf_counter() - start}) + "\n")
+
     out = measure(names, tables, args.device, args.preset,
-                  log=lambda line: print(line, file=sys.stderr, flush=True))
+                  log=lambda line: print(line, file=sys.stderr, flush=True), each=each)
     out["phases"]["imports"] = imported
     out["process_s"] = time.perf_counter() - start
     out["label"] = args.label

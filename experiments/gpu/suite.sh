@@ -11,6 +11,10 @@
 #   repeat     $REPEATS fresh processes of the GPU suite's measurement ($WORKLOADS patterns)
 #   planted    one more process with experiments/gpu/plant.py's change in place
 #   full       one process measuring every workload (what bench_gpu costs a commit)
+#   pair       two processes of bench_gpu's default selection, as a user's CI differs: the
+#              first from this checkout; the second from a copy at a longer path, started in
+#              another directory with another environment and asv machine name, $HOGS CPU
+#              hogs beside it. A line a workload in rows.jsonl as measured; pair.py compares
 # What comes back in $OUT: summary.txt (a line a step: exit code, seconds), all.log (every
 # step's output as it came), measurements.jsonl (a line a measurement, for history.py) and
 # files.tgz (asv's results and each step's log).
@@ -123,8 +127,31 @@ full() {  # every workload, one process: what bench_gpu's setup_cache costs a co
         --device "$DEVICE" --preset "$PRESET"
 }
 
-export -f setup asv_full repeat planted full
-export PY DEVICE PRESET REPEATS WORKLOADS WORK OUT
+pair_a() {
+    "$PY" experiments/gpu/measure_once.py "$OUT/measurements.jsonl" --label a \
+        --device "$DEVICE" --preset "$PRESET" --workloads "$WORKLOADS" --rows "$OUT/rows.jsonl"
+}
+
+pair_b() {
+    local far=/tmp/a-second-clone-of-torchpulse-at-a-much-longer-path/checkout/torchpulse
+    local elsewhere=/tmp/another-working-directory hogs=() rc i
+    rm -rf "$far" && mkdir -p "$far" "$elsewhere" && cp -r src experiments "$far/" || return 1
+    for i in $(seq 1 "${HOGS:-8}"); do yes > /dev/null & hogs+=($!); done
+    # the machine's own variables stay (CUDA's libraries may need them); these differ
+    export HOME=$elsewhere ASV_MACHINE=gpu-b PYTHONPATH="$far/src${PYTHONPATH:+:$PYTHONPATH}"
+    CI_NOISE=$(head -c 5000 /dev/zero | tr '\0' x) && export CI_NOISE
+    (cd "$elsewhere" &&
+     "$PY" -c 'import torchpulse, sys; print("pair b imports", torchpulse.__file__)' &&
+     "$PY" "$far/experiments/gpu/measure_once.py" "$OUT/measurements.jsonl" --label b \
+        --device "$DEVICE" --preset "$PRESET" --workloads "$WORKLOADS" \
+        --rows "$OUT/rows.jsonl")
+    rc=$?
+    kill "${hogs[@]}" 2> /dev/null
+    return $rc
+}
+
+export -f setup asv_full repeat planted full pair_a pair_b
+export PY DEVICE PRESET REPEATS WORKLOADS WORK OUT HOGS
 t0=$SECONDS
 step setup 120 bash -c setup
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site ASV_PYTHONPATH=/tmp/site
@@ -132,10 +159,15 @@ step gpu_tests "${TESTS_CAP:-150}" "$PY" -m pytest -p no:cacheprovider -m gpu te
     -k "${TESTS_K:-}"
 step cost "${COST_CAP:-120}" "$PY" experiments/gpu/process_cost.py --device "$DEVICE" \
     --preset "$PRESET"
-step asv_full "${ASV_CAP:-420}" bash -c asv_full
+step pair_a "${PAIR_CAP:-240}" bash -c pair_a
+step pair_b "${PAIR_CAP:-240}" bash -c pair_b
+if [[ " $STEPS " == *" pair_b "* ]]; then
+    "$PY" experiments/gpu/pair.py "$OUT/rows.jsonl" 2>&1 | tee "$OUT/pair.txt" >> "$LOG"
+fi
 step repeat "${REPEAT_CAP:-420}" bash -c repeat
 step planted "${PLANTED_CAP:-150}" bash -c planted
 step full "${FULL_CAP:-400}" bash -c full
+step asv_full "${ASV_CAP:-420}" bash -c asv_full
 grep -h -A12 '^workload ' "$WORK/cost.log" 2>/dev/null | tail -8
 grep -h '^asv run\|seconds\|by module' "$WORK/asv_full.log" 2>/dev/null
 grep -h 'measured,' "$WORK/repeat.log" "$WORK/planted.log" "$WORK/full.log" 2>/dev/null
