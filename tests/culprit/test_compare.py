@@ -86,3 +86,16 @@ def test_a_value_missing_on_one_side_is_not_compared_and_the_rest_goes_on():
 def test_a_selection_that_measures_nothing_is_an_error():
     with pytest.raises(RunError, match="no benchmark was measured"):
         compare(Scripted({"a": {}, "b": {}}), "a", "b")
+
+
+def test_each_outcome_carries_its_benchmarks_unit():
+    def measure(commit, keys=None):
+        return Run(commit, {"bench.time_t": 1.0, "bench.track_i(1)": 1000.0,
+                            "bench.time_gone": None},
+                   units={"bench.time_t": "seconds", "bench.track_i": "instructions"})
+
+    outcomes = {o.key: o for o in compare(measure, "a", "b").outcomes}
+    assert outcomes["bench.time_t"].unit == "seconds"
+    assert outcomes["bench.track_i(1)"].unit == "instructions"  # decided from one run
+    assert outcomes["bench.time_gone"].decision == NOT_COMPARED
+    assert outcomes["bench.time_gone"].unit is None

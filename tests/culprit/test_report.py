@@ -39,6 +39,30 @@ def test_text_and_github_show_no_escape_sequence_or_line_break():
     assert "::warning title=Not compared::bench.time_gone" in github
 
 
+def test_values_are_printed_in_their_benchmarks_units():
+    iv = sequential.Interval(1, 0.01, 0.01, 0.01, 0.99)
+    hostile_unit = "s | <img src=x onerror=alert(1)> \x1b[2J"
+    c = Comparison("a" * 40, "b" * 40, 0.05, 0.05, 20, [
+        Outcome("bench_instructions.I.track_instructions", sequential.SLOWER, iv, 1,
+                1_704_000.0, 1_721_040.0, unit="instructions"),
+        Outcome("bench_rnns.LSTM.time_forward", sequential.SLOWER, iv, 3, 0.001, 0.0015,
+                unit="seconds"),
+        Outcome("bench_x.track_odd", sequential.SLOWER, iv, 3, 2.0, 3.0, unit=hostile_unit),
+        Outcome("bench_x.track_unsaid", sequential.SLOWER, iv, 3, 2.0, 3.0)], 6)
+    text = render_comparison(c, "text")
+    # counts in full, not as seconds (compare printed "1.704e+06 s -> 1.721e+06 s")
+    assert "1,704,000 instructions -> 1,721,040 instructions" in text
+    assert "1 ms -> 1.5 ms" in text
+    assert text.rstrip().endswith("  2 -> 3")  # no unit said: a bare number, not seconds
+    assert "\x1b" not in text
+    markdown = render_comparison(c, "markdown")
+    assert "| 1,704,000 instructions | 1,721,040 instructions |" in markdown
+    assert "<img" not in markdown and "&lt;img" in markdown
+    units = [b["unit"] for b in json.loads(render_comparison(c, "json"))["benchmarks"]]
+    assert sorted(units, key=str) == sorted(["instructions", "seconds", hostile_unit, None],
+                                            key=str)
+
+
 def test_json_carries_every_outcome():
     data = json.loads(render_comparison(_comparison(), "json"))
     assert data["slower"] == 1 and len(data["benchmarks"]) == 2

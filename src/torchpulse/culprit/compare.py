@@ -35,6 +35,7 @@ class Outcome:
     base: float | None  # median value of the base runs
     head: float | None
     why: str = ""  # for NOT_COMPARED: what was missing
+    unit: str | None = None  # the benchmark's declared unit, when a run said it
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
     diffs: dict[str, list[float]] = {}
     seen: dict[str, dict[str, list[float]]] = {}
     done: dict[str, Outcome] = {}
+    units: dict[str, str | None] = {}
     pending: list[str] | None = None  # None: the first round, every selected benchmark
     runs = 0
     for r in range(1, max_rounds + 1):
@@ -89,6 +91,7 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
             diffs = {k: [] for k in pending}
         for k in list(pending):
             a, b = got["base"].values.get(k), got["head"].values.get(k)
+            unit = got["head"].unit(k) or got["base"].unit(k)
             for role, value in (("base", a), ("head", b)):
                 if _usable(value):
                     seen[k][role].append(value)
@@ -97,15 +100,16 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
                 value = a if role == "base" else b
                 why = "not measured" if value is None else f"value {value!r}"
                 done[k] = Outcome(k, NOT_COMPARED, None, r, _median(seen[k]["base"]),
-                                  _median(seen[k]["head"]), f"{role} run {r}: {why}")
+                                  _median(seen[k]["head"]), f"{role} run {r}: {why}", unit)
                 continue
             diffs[k].append(math.log(b) - math.log(a))
-            which = counted.rule(got["head"].unit(k) or got["base"].unit(k))
+            units[k] = unit
+            which = counted.rule(unit)
             if which != TIME:  # it repeats: a second run a side adds nothing
                 d = diffs[k][0]
                 done[k] = Outcome(k, counted.decide(d, which, count_threshold if which == COUNT
                                                     else 0.0),
-                                  counted.interval(d, which), r, a, b)
+                                  counted.interval(d, which), r, a, b, unit=unit)
         pending = [k for k in pending if k not in done]
         if r in schedule:
             for k in pending:
@@ -115,7 +119,7 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
                     decision = UNDECIDED
                 if decision is not None:
                     done[k] = Outcome(k, decision, iv, r, _median(seen[k]["base"]),
-                                      _median(seen[k]["head"]))
+                                      _median(seen[k]["head"]), unit=units.get(k))
             pending = [k for k in pending if k not in done]
         if progress:
             progress(f"round {r}: {len(done)} of {len(done) + len(pending)} benchmark(s) "

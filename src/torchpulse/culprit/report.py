@@ -9,18 +9,18 @@ from __future__ import annotations
 import json
 
 from torchpulse.analysis import sequential
+from torchpulse.analysis.report import human
 from torchpulse.culprit.bisect import Bisection, odds
 from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
 from torchpulse.text import markdown_cell, printable, workflow_data
 
 
-def _value(v: float | None) -> str:
+def _value(o: Outcome, v: float | None) -> str:
+    """A measured value in its benchmark's unit (instructions in full, seconds scaled); a
+    bare number when no run declared the unit."""
     if v is None:
         return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if abs(v) >= scale:
-            return f"{v / scale:.4g} {unit}"
-    return f"{v:.3g}"
+    return human(v, o.unit) if o.unit else f"{v:.4g}"
 
 
 def _change(o: Outcome) -> str:
@@ -50,7 +50,7 @@ def compare_text(c: Comparison) -> str:
              f"{'runs':>4}  base -> head"]
     for o in c.outcomes:
         lines.append(f"{printable(o.key):50} {o.decision:12} {_change(o):34} {o.rounds:>4}  "
-                     f"{_value(o.base)} -> {_value(o.head)}")
+                     f"{printable(_value(o, o.base))} -> {printable(_value(o, o.head))}")
     return "\n".join(lines) + "\n"
 
 
@@ -63,7 +63,8 @@ def compare_markdown(c: Comparison) -> str:
              "|---|---|---|---:|---:|---:|"]
     for o in c.outcomes:
         lines.append(f"| {markdown_cell(o.key)} | {o.decision} | {markdown_cell(_change(o))} | "
-                     f"{o.rounds} | {_value(o.base)} | {_value(o.head)} |")
+                     f"{o.rounds} | {markdown_cell(_value(o, o.base))} | "
+                     f"{markdown_cell(_value(o, o.head))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -71,7 +72,7 @@ def compare_json(c: Comparison) -> str:
     def one(o: Outcome) -> dict:
         iv = o.interval
         return {"benchmark": o.key, "decision": o.decision, "runs": o.rounds,
-                "base": o.base, "head": o.head, "why": o.why or None,
+                "base": o.base, "head": o.head, "unit": o.unit, "why": o.why or None,
                 "ratio": iv.ratio if iv else None,
                 "interval": [iv.ratio_low, iv.ratio_high] if iv else None,
                 "level": iv.level if iv else None}
