@@ -14,6 +14,7 @@ from torchpulse import dashboard
 from torchpulse.analysis import remeasure, synthetic
 from torchpulse.analysis.alert import OK, TOO_FEW
 from torchpulse.analysis.disturbance import Remeasure
+from torchpulse.analysis.settings import Settings
 from torchpulse.cli import main
 from torchpulse.results.project import Project
 
@@ -96,6 +97,21 @@ def test_the_newest_commits_are_measured_then_steps_seen_once_again_then_judged(
     assert "== regression alerts" in said and "measured twice" in "\n".join(said)
 
 
+def test_steps_are_measured_again_only_when_the_users_threshold_would_report_them(project,
+                                                                                   built):
+    """The re-measure planning judges with the dashboard's settings: with --threshold 0.9
+    the planted steps (+6 % and up) are not worth an alert, so none is confirmed; at the
+    default 5 % they were (the plan ignored the user's threshold)."""
+    asv = fake_asv(project, built[1])
+    said, say = lines()
+    outcome = dashboard.run(project, dashboard.Options(
+        publish=False, settings=Settings(threshold=0.9)), asv=asv, say=say)
+    _machine, _first, *again = asv.calls
+    assert again == [], said
+    assert not (project.root / ".asv" / "confirmed.txt").exists()
+    assert outcome.report.alerts == [] and outcome.exit_code == 0
+
+
 @pytest.mark.parametrize("device, runs, skips", [
     ("cpu", ["bench_rnns.LSTM.time_forward", "bench_autograd.FunctionalAutograd.time_task",
              "bench_instructions.Instructions.track_instructions", "_canary.MachineCanary",
@@ -172,8 +188,9 @@ def test_the_site_judges_with_the_settings_of_the_alert_beside_it(project, built
     import json
 
     asv = fake_asv(project, built[1])
-    outcome = dashboard.run(project, dashboard.Options(publish=True, threshold=0.9,
-                                                       count_threshold=0.5),
+    outcome = dashboard.run(project, dashboard.Options(
+                                publish=True, settings=Settings(threshold=0.9,
+                                                                count_threshold=0.5)),
                             asv=asv, say=lambda _: None)
     site = json.loads((project.html_dir / "torchpulse-alerts.json").read_text())
     assert site["thresholds"]["time"] == 0.9 and site["thresholds"]["count"] == 0.5

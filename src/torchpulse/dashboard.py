@@ -16,14 +16,8 @@ from pathlib import Path
 
 from torchpulse.analysis import alert, ledger, remeasure, report
 from torchpulse.analysis.alert import TOO_FEW, Report
-from torchpulse.analysis.defaults import (
-    DEFAULT_ALPHA,
-    DEFAULT_COUNT_THRESHOLD,
-    DEFAULT_NEWEST,
-    DEFAULT_NOISE_FLOOR,
-    DEFAULT_THRESHOLD,
-    REMEASURE_PASSES,
-)
+from torchpulse.analysis.defaults import DEFAULT_NEWEST, REMEASURE_PASSES
+from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.errors import TorchpulseError
 from torchpulse.files import restore, snapshot, write_text_atomically
 from torchpulse.results import gitrepo
@@ -59,10 +53,7 @@ class Options:
     alert_format: str = "text"
     alert_output: str | None = None  # write the alert there too (in alert_format)
     ledger: str | None = None  # the confirmation ledger (default: .asv/confirmed.txt)
-    alpha: float = DEFAULT_ALPHA
-    threshold: float = DEFAULT_THRESHOLD
-    noise_floor: float = DEFAULT_NOISE_FLOOR
-    count_threshold: float = DEFAULT_COUNT_THRESHOLD
+    settings: Settings = DEFAULTS  # the detector's: what to re-measure, the site, the alert
 
 
 @dataclass(frozen=True)
@@ -130,7 +121,8 @@ def run(project: Project, options: Options, *, asv: Asv = run_asv,
                       config + named, env, asv, say, COMMITS_FILE)
     for number in range(1, REMEASURE_PASSES + 1):
         plan = remeasure.plan(project, done=done, window=set(commits),
-                              machine=options.machine, branch=options.branch)
+                              machine=options.machine, branch=options.branch,
+                              settings=options.settings)
         for line in plan.notes:
             say(f"   {line}")
         if plan.ledger_changed:  # before the run: each step is confirmed once, even if it fails
@@ -148,15 +140,11 @@ def run(project: Project, options: Options, *, asv: Asv = run_asv,
         node_modules = assets.find_node_modules(options.assets, project.root)
         # the site's verdicts with the settings of the alert printed below
         html = publish.publish(project, node_modules, progress=say, alert_settings={
-            "branch": options.branch, "confirmed": done, "alpha": options.alpha,
-            "threshold": options.threshold, "floor": options.noise_floor,
-            "count_threshold": options.count_threshold})
+            "branch": options.branch, "confirmed": done, "settings": options.settings})
         say(f"   site written to {html}/; view it with `torchpulse serve`")
     say("== regression alerts")
     found = alert.run(project, machine=options.machine, branch=options.branch,
-                      since=options.since, confirmed=done, alpha=options.alpha,
-                      threshold=options.threshold, floor=options.noise_floor,
-                      count_threshold=options.count_threshold)
+                      since=options.since, confirmed=done, settings=options.settings)
     say(report.render(found, "text").rstrip("\n"))
     if options.alert_output:
         write_text_atomically(Path(options.alert_output),

@@ -143,7 +143,8 @@ def test_page_escapes_names():
 
 def _empty_report():
     from torchpulse.analysis.alert import Report
-    return Report([], [], False, 0.01, 0.05, 0)
+    from torchpulse.analysis.settings import Settings
+    return Report([], [], False, Settings(), 0)
 
 
 def test_the_page_and_the_alert_json_give_every_series_the_same_status(project, capsys):

@@ -13,12 +13,6 @@ from pathlib import Path
 from torchpulse.analysis import exact
 from torchpulse.analysis import verdicts as verdicts_cache
 from torchpulse.analysis.columns import disturbed_of, undisturbed
-from torchpulse.analysis.defaults import (
-    DEFAULT_ALPHA,
-    DEFAULT_COUNT_THRESHOLD,
-    DEFAULT_NOISE_FLOOR,
-    DEFAULT_THRESHOLD,
-)
 from torchpulse.analysis.detect import (
     MIN_POINTS,
     ChangePoint,
@@ -40,6 +34,7 @@ from torchpulse.analysis.series import (
     load_series,
     rule_of,
 )
+from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.instructions import profiles
 from torchpulse.instructions.profiles import FunctionChange
 from torchpulse.results import index as results_index
@@ -178,17 +173,27 @@ class Report:
     alerts: list[Alert]  # active regressions, or every change point with --history
     checked: list[Checked]  # every series, with its status
     history_mode: bool
-    alpha: float
-    threshold: float
+    settings: Settings
     off_branch_files: int
     canary: Canary = Canary()  # the machine canary's readings (none: nothing disturbed)
     history: History | None = None  # the first-parent history the series were ordered by
-    count_threshold: float = DEFAULT_COUNT_THRESHOLD  # on counted work (instructions)
+
+    @property
+    def alpha(self) -> float:
+        return self.settings.alpha
+
+    @property
+    def threshold(self) -> float:
+        return self.settings.threshold
+
+    @property
+    def count_threshold(self) -> float:
+        return self.settings.count_threshold
 
     def threshold_for(self, series: Series) -> float | None:
         """The smallest change worth an alert on ``series``; None for an exact counter, on
         which any increase is one."""
-        return threshold_for(series, self.threshold, self.count_threshold)
+        return self.settings.threshold_for(series.rule)
 
     @property
     def rules(self) -> set[str]:
@@ -243,17 +248,12 @@ def _behind(series: Series, alert: Alert) -> Alert:
     return dataclasses.replace(alert, disturbed_before=between) if between else alert
 
 
-def threshold_for(series: Series, threshold: float, count_threshold: float) -> float | None:
-    return {EXACT: None, COUNT: count_threshold}.get(series.rule, threshold)
-
-
-def _analyse(series: Series, alpha: float, threshold: float, count_threshold: float,
-             floor: float) -> SeriesVerdict:
+def _analyse(series: Series, settings: Settings) -> SeriesVerdict:
     points = list(series.points)  # Points: the detector reads them one by one
     if series.rule == EXACT:
         return exact.analyse(points)
-    return analyse(points, alpha=alpha, threshold=threshold_for(
-        series, threshold, count_threshold), floor=floor)
+    return analyse(points, alpha=settings.alpha, threshold=settings.threshold_for(series.rule),
+                   floor=settings.noise_floor)
 
 
 def _status(verdict: SeriesVerdict, points: int, alert: Alert | None, least: int) -> str:
@@ -264,20 +264,17 @@ def _status(verdict: SeriesVerdict, points: int, alert: Alert | None, least: int
     return UNSTABLE if verdict.noise.unstable else OK
 
 
-def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_ALPHA,
-             threshold: float = DEFAULT_THRESHOLD, since: str | None = None,
-             history_mode: bool = False, off_branch_files: int = 0,
+def evaluate(series: list[Series], history: History, *, settings: Settings = DEFAULTS,
+             since: str | None = None, history_mode: bool = False, off_branch_files: int = 0,
              canary: Canary | None = None, confirmed: Ledger | None = None,
-             floor: float = DEFAULT_NOISE_FLOOR,
-             count_threshold: float = DEFAULT_COUNT_THRESHOLD,
              cache: verdicts_cache.Cache | None = None) -> Report:
     """Run detection on every series and give each its status (``cache``: verdicts of
     series unchanged since they were stored, torchpulse.analysis.verdicts): a series of counted work
-    (instructions) with ``count_threshold`` for its threshold, an exact counter by
+    (instructions) with the settings' count threshold for its threshold, an exact counter by
     torchpulse.analysis.exact (any increase). Points flagged disturbed
     are left out of detection (an alert after one names the range from the last undisturbed
     commit). Active regressions pass a Benjamini-Hochberg step at false-discovery rate
-    ``alpha`` over all series checked, so a tree of a thousand quiet series does not raise
+    ``settings.alpha`` over all series checked, so a tree of a thousand quiet series does not raise
     the alarms a thousand separate tests would; with ``since``, only those whose first
     culprit comes after that commit count. An active regression whose (commit, benchmark)
     is in ``confirmed`` and whose stored measurement there started after the ledger's stamp
@@ -289,14 +286,12 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
 
     used = [dataclasses.replace(s, points=undisturbed(s.points)) for s in series]
     found = verdicts_cache.compute(
-        used, functools.partial(_analyse, alpha=alpha, threshold=threshold,
-                                count_threshold=count_threshold, floor=floor),
-        (alpha, threshold, count_threshold, floor), cache)
+        used, functools.partial(_analyse, settings=settings), settings.key, cache)
     verdicts = list(zip(series, used, found, strict=True))
     # the family: every series that could alert (a series without an active regression
     # counts with p = 1)
     cutoff = benjamini_hochberg([v.pvalue for _, u, v in verdicts
-                                 if len(u.points) >= needed(u)], alpha)
+                                 if len(u.points) >= needed(u)], settings.alpha)
     checked: list[Checked] = []
     alerts: list[Alert] = []
     for s, u, verdict in verdicts:
@@ -316,15 +311,13 @@ def evaluate(series: list[Series], history: History, *, alpha: float = DEFAULT_A
         elif alert is not None:
             alerts.append(alert)
     alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))
-    return Report(alerts, checked, history_mode, alpha, threshold, off_branch_files,
-                  canary or Canary(), history, count_threshold)
+    return Report(alerts, checked, history_mode, settings, off_branch_files,
+                  canary or Canary(), history)
 
 
 def run(project: Project, *, machine: str | None = None, branch: str | None = None,
-        since: str | None = None, alpha: float = DEFAULT_ALPHA,
-        threshold: float = DEFAULT_THRESHOLD, history_mode: bool = False,
-        confirmed: Ledger | None = None, floor: float = DEFAULT_NOISE_FLOOR,
-        count_threshold: float = DEFAULT_COUNT_THRESHOLD) -> Report:
+        since: str | None = None, settings: Settings = DEFAULTS,
+        history_mode: bool = False, confirmed: Ledger | None = None) -> Report:
     """Load the series of ``project``'s results tree and evaluate them; ``confirmed`` (default:
     the project's ledger file, when there is one) says which steps were measured twice."""
     if confirmed is None:
@@ -342,10 +335,9 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
     where = results_index.location(project.root, project.results_dir)
     series, off_branch = load_series(project.results_dir, history, machine, index=where)
     series, canary = assess(series)
-    report = evaluate(series, history, alpha=alpha, threshold=threshold, since=since_sha,
+    report = evaluate(series, history, settings=settings, since=since_sha,
                       history_mode=history_mode, off_branch_files=off_branch, canary=canary,
-                      confirmed=confirmed, floor=floor, count_threshold=count_threshold,
-                      cache=verdicts_cache.Cache(where))
+                      confirmed=confirmed, cache=verdicts_cache.Cache(where))
     return with_functions(report, profiles.folder(project.root))
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from torchpulse.analysis import alert, confirm, disturbance
 from torchpulse.analysis.ledger import Ledger
+from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.results.project import Project
 
 
@@ -27,12 +28,14 @@ class Plan:
 def plan(project: Project, *, done: Ledger, confirm_steps: bool = True,
          newest: int | None = None, since: str | None = None,
          window: Set[str] | None = None, machine: str | None = None,
-         branch: str | None = None) -> Plan:
+         branch: str | None = None, settings: Settings = DEFAULTS) -> Plan:
     """The commits and benchmarks to measure again, among the ``newest`` commits of the
     history, REV ``since`` and those after it, and ``window`` (each narrows; none: all).
     ``done`` is the ledger read once: what it says was measured again is what the alert
     marks, and a step already in it is not planned again."""
-    found = alert.run(project, machine=machine, branch=branch, since=since, confirmed=done)
+    # the steps to confirm are those the alert would report: judged with the user's settings
+    found = alert.run(project, machine=machine, branch=branch, since=since, confirmed=done,
+                      settings=settings)
     history = found.history
     assert history is not None
     chosen: set[str] | None = set(window) if window is not None else None

@@ -20,6 +20,7 @@ from torchpulse.cli.args import (
     add_machine,
     add_output,
     add_results_dir,
+    alert_settings,
     check_outputs,
     fraction,
     non_negative_int,
@@ -35,9 +36,8 @@ def cmd_alert(args: argparse.Namespace) -> int:
 
     check_outputs(args, files=("output",))
     found = alert.run(project(args), machine=args.machine, branch=args.branch,
-                      since=args.since, alpha=args.alpha, threshold=args.threshold,
-                      history_mode=args.history, floor=args.noise_floor,
-                      count_threshold=args.count_threshold,
+                      since=args.since, settings=alert_settings(args),
+                      history_mode=args.history,
                       confirmed=ledger.read_ledger(Path(args.confirmed))
                       if args.confirmed else None)
     write_output(report.render(found, args.format), args.output)
@@ -56,7 +56,7 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
     done = ledger.read_ledger(Path(args.confirm)) if args.confirm else {}
     plan = remeasure.plan(project(args), done=done, confirm_steps=bool(args.confirm),
                           newest=args.newest, since=args.since, machine=args.machine,
-                          branch=args.branch)
+                          branch=args.branch, settings=alert_settings(args))
     for line in plan.notes:
         note("disturbed", line)
     if args.hashfile:
@@ -146,6 +146,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "measured once more; LEDGER lists the (commit, benchmark) pairs chosen "
                    "already, which are left out, and the new ones are added to it, each with "
                    "the start of the measurement a second one is to replace")
+    add_alert_settings(p)  # --confirm: the steps the alert would report with these
     p.set_defaults(func=cmd_disturbed)
 
     p = sub.add_parser(

@@ -153,6 +153,14 @@ def add_output(p: argparse.ArgumentParser, what: str, *aliases: str) -> None:
     p.add_argument("--output", *aliases, metavar="FILE", help=what)
 
 
+def alert_settings(args: argparse.Namespace):
+    """The detector's settings the user gave (add_alert_settings' options), as one value."""
+    from torchpulse.analysis.settings import Settings  # numpy: not while building --help
+
+    return Settings(alpha=args.alpha, threshold=args.threshold,
+                    count_threshold=args.count_threshold, noise_floor=args.noise_floor)
+
+
 def add_alert_settings(p: argparse.ArgumentParser) -> None:
     """The detector's settings, as `alert` and `dashboard` take them."""
     p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD,

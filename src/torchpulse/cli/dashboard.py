@@ -10,6 +10,7 @@ from torchpulse.cli.args import (
     add_config,
     add_machine,
     add_preset,
+    alert_settings,
     check_outputs,
     positive_int,
     project,
@@ -25,8 +26,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         ranges=tuple(args.range), newest=args.newest, preset=args.preset, bench=args.bench,
         machine=args.machine, branch=args.branch, since=args.since,
         publish=not args.no_publish, assets=args.assets, alert_format=args.format,
-        alert_output=args.output, ledger=args.confirmed, alpha=args.alpha, threshold=args.threshold,
-        noise_floor=args.noise_floor, count_threshold=args.count_threshold)
+        alert_output=args.output, ledger=args.confirmed, settings=alert_settings(args))
     return dashboard.run(project(args), options,
                          say=lambda line: print(line, flush=True)).exit_code
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from torchpulse.cli.args import EXIT_OK, add_alert_settings, add_config, port, project
+from torchpulse.cli.args import (
+    EXIT_OK,
+    add_alert_settings,
+    add_config,
+    alert_settings,
+    port,
+    project,
+)
 from torchpulse.site.serve import DEFAULT_HOST, DEFAULT_PORT
 
 
@@ -17,10 +24,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     html_dir = publish.publish(asv_project, node_modules, range_spec=args.range,
                                pull=not args.no_pull,
                                progress=lambda line: print(line, flush=True),
-                               alert_settings={"alpha": args.alpha,
-                                               "threshold": args.threshold,
-                                               "count_threshold": args.count_threshold,
-                                               "floor": args.noise_floor})
+                               alert_settings={"settings": alert_settings(args)})
     print(f"site written to {html_dir}/ (self-contained); view it with "
           f"`torchpulse serve`, or copy the folder to any static host")
     return EXIT_OK

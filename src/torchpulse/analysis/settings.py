@@ -1,0 +1,36 @@
+"""The detector's four settings as one value, passed from the command line to every part that
+judges a series (the alert, the site's summary, the dashboard's re-measure planning), so
+that each judges with the thresholds the user gave."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torchpulse.analysis.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_COUNT_THRESHOLD,
+    DEFAULT_NOISE_FLOOR,
+    DEFAULT_THRESHOLD,
+)
+from torchpulse.analysis.series import COUNT, EXACT
+
+
+@dataclass(frozen=True)
+class Settings:
+    alpha: float = DEFAULT_ALPHA  # significance within a series, false-discovery rate across
+    threshold: float = DEFAULT_THRESHOLD  # smallest change worth an alert (times, memory)
+    count_threshold: float = DEFAULT_COUNT_THRESHOLD  # the same on counted work
+    noise_floor: float = DEFAULT_NOISE_FLOOR  # the least relative noise of any series
+
+    def threshold_for(self, rule: str) -> float | None:
+        """The smallest change worth an alert on a series judged by ``rule`` (series.TIME,
+        COUNT, EXACT); None for an exact counter, on which any increase is one."""
+        return {EXACT: None, COUNT: self.count_threshold}.get(rule, self.threshold)
+
+    @property
+    def key(self) -> tuple[float, float, float, float]:
+        """What the verdict cache keys verdicts by: every setting that changes one."""
+        return (self.alpha, self.threshold, self.count_threshold, self.noise_floor)
+
+
+DEFAULTS = Settings()
