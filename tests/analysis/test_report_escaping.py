@@ -45,3 +45,21 @@ def test_markdown_shows_names_as_text(report):
 def test_text_shows_escapes_instead_of_sequences(report):
     out = render(report, "text")
     assert "\\x1b[31mred" in out and "\\x07" in out
+
+
+@pytest.mark.parametrize("rise_from_zero", [False, True])
+def test_a_hostile_unit_stays_text_in_markdown(rise_from_zero):
+    """A unit passed merge and publish (or a tree that skipped merge): in a PR comment it must
+    not become links, images, HTML or extra table cells."""
+    unit = "s | INJECTED [click](https://x.test) ![pixel](https://x.test/p.png) <img src=x " \
+           "onerror=alert(1)> | x"
+    low = 0.0 if rise_from_zero else 10.0
+    values = [low] * 7 + [20.0] * 5
+    series = Series(SeriesKey("bench.track_x", (), "m", "env"), unit,
+                    [Point(f"c{i}", v, (v, v, v)) for i, v in enumerate(values)])
+    out = render(evaluate([series], History([f"c{i}" for i in range(12)])), "markdown")
+    header = "| benchmark | machine / env | before | after | change | p | culprits |"
+    row = out.splitlines()[out.splitlines().index(header) + 2]
+    assert len(re.findall(r"(?<!\\)\|", row)) == header.count("|")
+    assert "<img" not in out and "&lt;img" in row
+    assert "](" not in out and "![" not in out  # no link or image syntax left whole

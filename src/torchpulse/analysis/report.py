@@ -331,8 +331,8 @@ def to_markdown(report: Report) -> str:
             culprits = ", ".join([*(f"`{c[:12]}`" for c in a.culprits),
                                   *(f"drift `{f[:12]}`..`{t[:12]}`" for f, t in a.drifts)])
             lines.append(f"| {_md(_name(a))} | {_md(a.key.machine)} / {_md(a.key.env)} | "
-                         f"{human(a.before, a.unit)} | {human(a.after, a.unit)} | "
-                         f"{change(a)}{qualifiers(a)} | {_p(a)} | "
+                         f"{_md(human(a.before, a.unit))} | {_md(human(a.after, a.unit))} | "
+                         f"{_md(change(a))}{qualifiers(a)} | {_p(a)} | "
                          f"{culprits} |")
         lines.append("")
         for a in alerts:
