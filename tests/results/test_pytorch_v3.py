@@ -124,6 +124,15 @@ def test_what_is_refused(project, tmp_path, capsys):
         path = tmp_path / f"bad{i}.json"
         path.write_text(json.dumps(records))  # NaN and Infinity as Python's json writes them
         one_line_exit_2(project, capsys, [path], *words)
+    # records that differ in the file but not once --commit or --machine applies: one of
+    # the two values would be lost
+    path = tmp_path / "commit-twice.json"
+    path.write_text(json.dumps([record(), record(sha, values=(2.0,))]))
+    one_line_exit_2(project, capsys, [path, "--commit", sha], "two values", sha[:12])
+    path = tmp_path / "machine-twice.json"
+    path.write_text(json.dumps([record(sha, runners=mixed), record(sha, values=(2.0,))]))
+    one_line_exit_2(project, capsys, [path, "--machine", "linux.aws.h100"], "two values",
+                    "linux.aws.h100")
     (tmp_path / "broken.json").write_text('{"benchmark": ')
     one_line_exit_2(project, capsys, [tmp_path / "broken.json"], "not JSON")
     # with --commit and --machine the records that lacked them are stored

@@ -101,12 +101,27 @@ def import_files(project: Project, fmt: str, files: Sequence[Path], *,
         if rev not in shas:
             shas[rev] = project.commit_on_branches(rev)
         groups.setdefault((shas[rev], name), []).append(r)
+    for (sha, name), group in groups.items():
+        _refuse_twice(group, sha, name)
     targets = []
     for (sha, name), group in groups.items():
         targets.append((store.Target(project.results_dir, name, sha,
                                      project.commit_date_ms(sha), env_name), group))
     summaries = store.import_groups(targets, replace, info)
     return Imported(_total(summaries), len(files), notes)
+
+
+def _refuse_twice(group: list[Record], sha: str, machine: str) -> None:
+    """Two records of one series for one commit and machine would keep one value and lose
+    the other: --commit or --machine can make records that differ in the file the same."""
+    seen: set[tuple[str, str, tuple[str, ...]]] = set()
+    for r in group:
+        key = (r.stub, r.method, r.params)
+        if key in seen:
+            raise InputError(f"{' / '.join(r.params)}: two values for one series at commit "
+                             f"{sha[:12]} on machine {machine!r} (the same record twice once "
+                             "--commit or --machine applied); nothing imported")
+        seen.add(key)
 
 
 def _total(summaries: list[store.ImportSummary]) -> store.ImportSummary:
