@@ -259,6 +259,24 @@ def test_cli_bad_range_is_one_line_and_nothing_is_measured(project, capsys):
     assert tree_bytes(project.results_dir) == before
 
 
+@pytest.mark.parametrize("args, words", [
+    (["--bench", "("], ("--bench", "not a regular expression")),
+    (["--since", "garbage"], ("--since", "garbage")),
+])
+def test_cli_bad_bench_or_since_is_one_line_before_anything_is_measured(project, capsys,
+                                                                        monkeypatch, args,
+                                                                        words):
+    asv_calls = []
+    monkeypatch.setitem(dashboard.run.__kwdefaults__, "asv",
+                        lambda *a: asv_calls.append(a) or 0)
+    before = tree_bytes(project.results_dir)
+    code = main(["dashboard", "--config", str(project.config), "--no-publish", *args,
+                 "HEAD^!"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and all(w in err for w in words), err
+    assert asv_calls == [] and tree_bytes(project.results_dir) == before
+
+
 def test_cli_refuses_an_output_inside_the_results(project, capsys):
     target = next(project.results_dir.glob("*/*-*.json"))
     before = target.read_bytes()

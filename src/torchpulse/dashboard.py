@@ -6,6 +6,7 @@ the site, and judge with the alert. `make dashboard`, the CI gate and the Makefi
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -101,8 +102,28 @@ def commits_to_measure(project: Project, options: Options) -> list[str]:
     return found
 
 
+def check_options(project: Project, options: Options) -> None:
+    """What asv or the alert would refuse only after the measuring: a --bench that is no
+    regular expression, a --since that names no commit of the branch's history."""
+    if options.bench is not None:
+        try:
+            re.compile(options.bench)
+        except re.error as exc:
+            raise DashboardError(f"--bench {options.bench!r}: not a regular expression "
+                                 f"({exc})") from None
+    if options.since is not None:
+        try:
+            sha = project.resolve(options.since)
+        except gitrepo.GitError as exc:
+            raise DashboardError(f"--since: {exc}") from None
+        if sha not in project.history(options.branch).position:
+            raise DashboardError(f"--since: commit {sha[:8]} is not on the first-parent "
+                                 "history of the branch")
+
+
 def run(project: Project, options: Options, *, asv: Asv = run_asv,
         say: Callable[[str], None] = print) -> Outcome:
+    check_options(project, options)  # bad input: nothing measured
     commits = commits_to_measure(project, options)
     config = ["--config", str(project.config)]
     named = ["--machine", options.machine] if options.machine else []
