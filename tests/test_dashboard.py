@@ -3,8 +3,14 @@ roll-back of an interrupted run, publishing, and the exit code. asv's `run` is s
 (the e2e test of `torchpulse init` runs the whole job with the real asv)."""
 
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -275,6 +281,69 @@ def test_cli_bad_bench_or_since_is_one_line_before_anything_is_measured(project,
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and all(w in err for w in words), err
     assert asv_calls == [] and tree_bytes(project.results_dir) == before
+
+
+FAKE_ASV = """
+import os, subprocess, sys, time
+args = sys.argv[1:]
+if args[0] != "run":
+    sys.exit(0)
+hashfile = next(a[len("HASHFILE:"):] for a in args if a.startswith("HASHFILE:"))
+commit = open(hashfile).read().split()[0]
+os.makedirs(os.environ["FAKE_RESULTS"], exist_ok=True)
+with open(os.path.join(os.environ["FAKE_RESULTS"], commit[:8] + "-fake.json"), "w") as f:
+    f.write("{}")  # a results file of this run, half done
+late = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+with open(os.environ["FAKE_STARTED"], "w") as f:
+    f.write(str(late.pid))
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_cancelled_dashboard_stops_asv_and_everything_it_started_and_rolls_back(
+        project, tmp_path, sig):
+    """A CI runner cancelling the job (SIGTERM) or a closed terminal (SIGHUP) stops the
+    dashboard as Ctrl-C does: asv's whole process group stopped (no benchmark process left
+    to write results later), this run's results rolled back, exit 130."""
+    fake = tmp_path / "fake_asv.py"
+    fake.write_text(FAKE_ASV)
+    started = tmp_path / "started"
+    results = project.results_dir / "fakemachine"
+    before = tree_bytes(project.results_dir)
+    env = {**os.environ, "TORCHPULSE_ASV": f"{sys.executable} {fake}",
+           "FAKE_RESULTS": str(results), "FAKE_STARTED": str(started)}
+    proc = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "dashboard", "--config",
+                             str(project.config), "--no-publish", "HEAD^!"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300  # generous: only for a dashboard that hangs
+        while not started.exists() or not started.read_text():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        late = int(started.read_text())
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in err and "rolled back" in out
+    assert tree_bytes(project.results_dir) == before  # the half-done file is gone
+    # the process asv started is gone too (killed; at most a zombie until it is reaped)
+    deadline = time.monotonic() + 60
+    while _alive(late):
+        assert time.monotonic() < deadline, f"process {late} outlived the dashboard"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
 
 
 def test_cli_refuses_an_output_inside_the_results(project, capsys):

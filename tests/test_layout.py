@@ -12,7 +12,8 @@ PACKAGE = ROOT / "src" / "torchpulse"
 # stages in the order data flows through them; a stage may import only earlier ones
 MEASURE = {"fastrnns", "autograd", "compile", "models", "sizes", "presets", "timing", "allocation",
            "suite", "harness", "instructions", "workloads", "gpu"}
-SHARED = {"errors", "files", "text", "__init__"}  # imported by everything, import nothing of ours
+# imported by everything, import nothing of ours
+SHARED = {"errors", "files", "text", "signals", "__init__"}
 STAGES = [MEASURE, {"results"}, {"analysis"}, {"culprit", "fleet"}, {"site"}, {"dashboard"},
           {"cli"}, {"testing"}]
 

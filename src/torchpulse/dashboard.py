@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -72,14 +73,42 @@ class Outcome:
         return EXIT_BENCHMARK_FAILED if self.failed else 0
 
 
+STOP_GRACE_S = 10  # what asv and its benchmark processes get to stop before SIGKILL
+
+
 def run_asv(args: Sequence[str], env: dict[str, str]) -> int:
     """asv in this interpreter (or the command $TORCHPULSE_ASV names), its output streamed
-    to ours."""
+    to ours, in a process group of its own: interrupted (Ctrl-C, or SIGTERM / SIGHUP read as
+    one), the whole group is stopped before the interrupt goes on, so no benchmark process
+    outlives the dashboard and writes results after the rollback."""
     command = shlex.split(env.get("TORCHPULSE_ASV", "")) or [sys.executable, "-m", "asv"]
     try:
-        return subprocess.run([*command, *args], env=env, check=False).returncode
+        proc = subprocess.Popen([*command, *args], env=env, start_new_session=True)
     except OSError as exc:
         raise DashboardError(f"cannot run asv ({' '.join(command)}): {exc.strerror}") from None
+    try:
+        return proc.wait()
+    except BaseException:
+        _stop_group(proc)
+        raise
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to ``proc``'s process group, then, after STOP_GRACE_S or as soon as asv has
+    gone, SIGKILL to whatever of the group is left; asv reaped."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # asv past its grace, or a benchmark it left
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def commits_to_measure(project: Project, options: Options) -> list[str]:

@@ -16,6 +16,7 @@ from torchpulse.cli.args import (
     project,
 )
 from torchpulse.results.external import ON_CPU, ON_CUDA
+from torchpulse.signals import as_interrupts
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
@@ -27,8 +28,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         machine=args.machine, branch=args.branch, since=args.since,
         publish=not args.no_publish, assets=args.assets, alert_format=args.format,
         alert_output=args.output, ledger=args.confirmed, settings=alert_settings(args))
-    return dashboard.run(project(args), options,
-                         say=lambda line: print(line, flush=True)).exit_code
+    with as_interrupts():  # a cancelled CI job (SIGTERM) stops as Ctrl-C does: exit 130
+        return dashboard.run(project(args), options,
+                             say=lambda line: print(line, flush=True)).exit_code
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
