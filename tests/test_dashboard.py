@@ -283,6 +283,38 @@ def test_cli_bad_bench_or_since_is_one_line_before_anything_is_measured(project,
     assert asv_calls == [] and tree_bytes(project.results_dir) == before
 
 
+def test_a_second_dashboard_on_the_project_waits_for_the_first(project, built):
+    """Two CI jobs on one runner: the second waits, saying so, and measures nothing until
+    the first has finished (they shared the commit lists and rolled back each other's
+    results); the lock goes with the process that held it."""
+    import fcntl
+    import threading
+
+    (project.root / dashboard.LOCK_FILE).parent.mkdir(exist_ok=True)
+    holder = os.open(project.root / dashboard.LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # the first dashboard, mid-run
+    asv = fake_asv(project, built[1])
+    said, waiting = [], threading.Event()
+
+    def say(line):
+        said.append(line)
+        if line.startswith("== waiting"):
+            waiting.set()
+
+    done = []
+    second = threading.Thread(target=lambda: done.append(dashboard.run(
+        project, dashboard.Options(publish=True), asv=asv, say=say)))
+    second.start()
+    try:
+        assert waiting.wait(timeout=300), said
+        assert asv.calls == [] and not done  # waiting: nothing measured
+    finally:
+        os.close(holder)  # the first one ends
+    second.join(timeout=600)
+    assert not second.is_alive() and done and asv.calls
+    assert "another dashboard is running" in said[0]
+
+
 FAKE_ASV = """
 import os, subprocess, sys, time
 args = sys.argv[1:]

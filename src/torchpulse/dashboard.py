@@ -5,6 +5,7 @@ the site, and judge with the alert. `make dashboard`, the CI gate and the Makefi
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shlex
@@ -29,6 +30,7 @@ from torchpulse.results.record import asv_environment
 
 COMMITS_FILE = Path(".asv") / "dashboard-commits.txt"  # beside the config, as the ledger
 REMEASURE_FILE = Path(".asv") / "disturbed.txt"
+LOCK_FILE = Path(".asv") / "dashboard.lock"  # held while a dashboard runs (one_at_a_time)
 
 # exit codes: the alert's (0 none, 1 regressions), or 3 when no regression was found but a
 # benchmark failed to run (as the CI gate has always said)
@@ -150,9 +152,40 @@ def check_options(project: Project, options: Options) -> None:
                                  "history of the branch")
 
 
+@contextmanager
+def one_at_a_time(root: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """An exclusive lock for the whole dashboard (flock on LOCK_FILE, beside its commit
+    lists): a second one on the same project (two CI jobs on one runner) waits, saying so,
+    instead of sharing those lists and rolling back what the other stored. The lock goes
+    with the process that held it, crashed or not. A file of its own: the results and the
+    site's folders have locks of their own, which the dashboard takes too."""
+    path = root / LOCK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # not through a link: the lock is ours, not a file elsewhere
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise DashboardError(f"{path}: cannot take the dashboard's lock ({exc.strerror})"
+                             ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"== waiting: another dashboard is running on {root}")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def run(project: Project, options: Options, *, asv: Asv = run_asv,
         say: Callable[[str], None] = print) -> Outcome:
     check_options(project, options)  # bad input: nothing measured
+    with one_at_a_time(project.root, say):
+        return _run(project, options, asv, say)
+
+
+def _run(project: Project, options: Options, asv: Asv, say: Callable[[str], None]
+         ) -> Outcome:
     commits = commits_to_measure(project, options)
     config = ["--config", str(project.config)]
     named = ["--machine", options.machine] if options.machine else []
