@@ -64,6 +64,23 @@ def test_writers_refuse_what_the_project_keeps(project, capsys, monkeypatch, opt
     assert (root / "asv.conf.json").stat().st_size > 0
 
 
+@pytest.mark.parametrize("option", [["alert", "--output"], ["disturbed", "--hashfile"],
+                                    ["disturbed", "--confirm"],
+                                    ["export", "pytorch-v3", "--output"]])
+def test_another_results_dir_leaves_the_configured_one_kept(project, capsys, tmp_path,
+                                                           option):
+    """--results-dir points the command elsewhere; the project's own results tree stays
+    out of reach of its outputs (export and disturbed overwrote or emptied stored files)."""
+    root, _ = project
+    other = tmp_path / "other-results"
+    other.mkdir()
+    before = snapshot(root)
+    for target in (f"results/{machine(root)}/machine.json", "results/benchmarks.json"):
+        one_line_exit_2([*option, str(root / target), "--config", str(root / "asv.conf.json"),
+                         "--results-dir", str(other)], capsys, option[-1], "results folder")
+    assert snapshot(root) == before
+
+
 @pytest.mark.parametrize("argv", [
     ["autograd", "--gpu", "-1", "--preset", "smoke", "--output", "results/table.md"],
     ["dynamo", "--performance", "--inference", "--output", ".git/perf.csv"],

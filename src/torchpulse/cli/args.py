@@ -204,25 +204,31 @@ def check_outputs(args: argparse.Namespace, files: Sequence[str] = (),
               if getattr(args, name, None) is not None]
     if not given:
         return
-    proj = _project_to_guard(args)
+    guarded = _projects_to_guard(args)
     for name, check in given:
         try:
-            check(getattr(args, name), "--" + name.replace("_", "-"), proj)
+            check(getattr(args, name), "--" + name.replace("_", "-"), guarded)
         except ProtectedPathError as exc:
             raise UsageError(str(exc)) from None
 
 
-def _project_to_guard(args: argparse.Namespace) -> Project | None:
-    if hasattr(args, "config"):
-        return project(args)  # the command needs it anyway: its errors are the command's
-    if not Path(CONFIG).is_file():
-        return None
+def _projects_to_guard(args: argparse.Namespace) -> list[Project]:
+    """Every project whose kept places the command could damage: the one of --config as the
+    command sees it (--results-dir applied), the same project's own results tree (another
+    --results-dir does not make the configured one fair game), and ./asv.conf.json's."""
     from torchpulse.results.project import Project
 
-    try:
-        return Project.load(CONFIG)
-    except TorchpulseError:
-        return None  # not an asv project this command works with: .git and links still hold
+    found = []
+    if hasattr(args, "config"):
+        found.append(project(args))  # the command needs it anyway: its errors are its own
+        if getattr(args, "results_dir", None) is not None:
+            found.append(Project.load(args.config))
+    if Path(CONFIG).is_file():
+        try:
+            found.append(Project.load(CONFIG))
+        except TorchpulseError:
+            pass  # not an asv project this command works with: .git and links still hold
+    return found
 
 
 def write_output(text: str, output: str | None, option: str = "--output") -> None:

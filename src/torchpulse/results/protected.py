@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
@@ -47,7 +48,18 @@ def _resolved(path: Path) -> Path:
     return path.parent.resolve() / path.name
 
 
-def _check(value: str, option: str, project: Project | None) -> tuple[Path, Path]:
+Guarded = Project | Sequence[Project] | None  # the projects whose kept places are refused
+
+
+def _kept_of(guarded: Guarded) -> list[tuple[str, Path]]:
+    if guarded is None:
+        return []
+    if isinstance(guarded, Project):
+        return kept(guarded)
+    return [place for project in guarded for place in kept(project)]
+
+
+def _check(value: str, option: str, project: Guarded) -> tuple[Path, Path]:
     if not value.strip() or "\0" in value:
         raise ProtectedPathError(f"{option}: an empty or malformed path ({value!r})")
     path = Path(value)
@@ -58,17 +70,17 @@ def _check(value: str, option: str, project: Project | None) -> tuple[Path, Path
     if ".git" in where.parts:
         raise ProtectedPathError(f"{option} {value}: inside a git repository's .git folder; "
                                  "write it elsewhere")
-    for what, folder in kept(project) if project is not None else ():
+    for what, folder in _kept_of(project):
         if inside(where, folder):
             raise ProtectedPathError(f"{option} {value}: inside {what} ({folder}); write it "
                                      "elsewhere")
     return path, where
 
 
-def check_file(value: str, option: str, project: Project | None = None) -> Path:
+def check_file(value: str, option: str, project: Guarded = None) -> Path:
     """``value`` as a path a command may write a file to; ProtectedPathError (one line)
-    otherwise. ``project``: the asv project whose kept folders are refused (None: only
-    ``.git``, links and what is not a regular file)."""
+    otherwise. ``project``: the asv project (or projects) whose kept folders are refused
+    (None: only ``.git``, links and what is not a regular file)."""
     path, _ = _check(value, option, project)
     try:
         mode = os.stat(path).st_mode
@@ -82,7 +94,7 @@ def check_file(value: str, option: str, project: Project | None = None) -> Path:
     return path
 
 
-def check_folder(value: str, option: str, project: Project | None = None) -> Path:
+def check_folder(value: str, option: str, project: Guarded = None) -> Path:
     """``value`` as a folder a command may create and write its own files into, by the same
     rule as ``check_file``."""
     path, _ = _check(value, option, project)
