@@ -431,3 +431,24 @@ def test_an_infinite_value_stops_publish_before_asv_hangs_on_it(tmp_path, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "infinite value" in err and path.name in err
     assert tree(tmp_path / "html") == before
+
+
+def test_serve_stopped_with_ctrl_c_exits_130(tmp_path):
+    """The README's promise for every command: interrupted, it exits 130 (serve said 0)."""
+    import signal
+    import subprocess
+    import sys
+
+    (tmp_path / "index.html").write_text("<!doctype html><title>site</title>\n")
+    proc = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "serve", "--html-dir",
+                             str(tmp_path), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # once it listens
+        assert "serving" in line, proc.stderr.read()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "interrupted" in err

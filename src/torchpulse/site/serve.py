@@ -123,14 +123,12 @@ def _family(host: str) -> int:
 
 def serve(html_dir: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
           announce: Callable[[str], None] = print) -> None:
-    """Serve until interrupted; ``announce`` gets the URL once the socket listens."""
+    """Serve until interrupted (the KeyboardInterrupt goes on: the command exits 130);
+    ``announce`` gets the URL once the socket listens."""
     server = make_server(html_dir, host, port)
     with server:
         bound_port = server.server_address[1]
         announce(f"serving {html_dir} at {url_of(host, bound_port)} (Ctrl-C stops)")
         if not is_loopback(host):
             announce(f"note: {host} is not a loopback address; other machines can reach it")
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
+        server.serve_forever()
