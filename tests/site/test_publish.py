@@ -452,3 +452,21 @@ def test_serve_stopped_with_ctrl_c_exits_130(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130 and "interrupted" in err
+
+
+def test_publish_removes_the_scratch_of_a_publish_killed_before_and_nothing_else(project):
+    """kill -9 during publish left .html.publish-* folders that nothing removed."""
+    parent = project
+    killed = [parent / ".html.publish-k1ll3d_x", parent / ".html.old-abc123"]
+    for folder in killed:
+        (folder / "vendor").mkdir(parents=True)
+        (folder / "vendor" / "big.js").write_text("x" * 1000)
+    theirs = [parent / ".html.publish-notes.txt", parent / ".htmlx.publish-abc",
+              parent / "html.publish-abc"]
+    theirs[0].write_text("a file, not our folder")
+    for folder in theirs[1:]:
+        folder.mkdir()
+    assert run_publish(project) == 0
+    assert not any(f.exists() for f in killed)
+    assert all(f.exists() for f in theirs)
+    assert not list(parent.glob(".html.publish-*/"))  # this publish's own scratch is gone too

@@ -92,6 +92,7 @@ def publish(project: Project, node_modules: Path, *,
     html = target.check(project, project.html_dir)
     with target.locked(html):
         target.check(project, project.html_dir)  # again: what the lock waited for changed it
+        target.remove_leftovers(html)  # of publishes killed before: none can be live now
         return _publish(project, node_modules, html, range_spec, pull, progress,
                         alert_settings or {})
 

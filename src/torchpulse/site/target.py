@@ -19,6 +19,7 @@ import errno
 import fcntl
 import importlib.util
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -105,6 +106,19 @@ def locked(target: Path) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def remove_leftovers(target: Path) -> int:
+    """Remove the scratch folders a publish killed before finishing left beside ``target``
+    (``.<name>.publish-*``, ``.<name>.old-*``: only names ``scratch`` and ``replace`` give).
+    Call it holding ``locked(target)``, so no live publish owns them. How many it removed."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.(publish|old)-[A-Za-z0-9_]+")
+    removed = 0
+    for entry in target.parent.iterdir() if target.parent.is_dir() else ():
+        if pattern.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+            removed += 1
+    return removed
 
 
 def scratch(target: Path) -> Path:
