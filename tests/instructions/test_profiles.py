@@ -46,6 +46,28 @@ def test_a_damaged_profile_reads_as_none(tmp_path, content):
     assert profiles.read(tmp_path, SHA, "e") is None
 
 
+def test_an_infinite_count_reads_as_none(tmp_path):
+    (tmp_path / f"{SHA}-e.json.gz").write_bytes(gzip.compress(
+        b'{"workloads": {"w": {"functions": {"f": Infinity}}}}', mtime=0))
+    assert profiles.read(tmp_path, SHA, "e") is None
+
+
+def test_what_is_no_profile_is_not_read_at_all(tmp_path):
+    """A link (to /dev/zero), a FIFO (which would block forever) and a gzip bomb read as
+    no profile, at once and without inflating it."""
+    import os
+
+    target = tmp_path / f"{SHA}-link.json.gz"
+    target.symlink_to("/dev/zero")
+    assert profiles.read(tmp_path, SHA, "link") is None
+    os.mkfifo(tmp_path / f"{SHA}-fifo.json.gz")
+    assert profiles.read(tmp_path, SHA, "fifo") is None  # returns: nothing writes the FIFO
+    bomb = gzip.compress(b"{" + b" " * (profiles.MAX_INFLATED + 10) + b"}", mtime=0)
+    assert len(bomb) < profiles.MAX_STORED
+    (tmp_path / f"{SHA}-bomb.json.gz").write_bytes(bomb)
+    assert profiles.read(tmp_path, SHA, "bomb") is None
+
+
 def test_control_characters_in_a_symbol_are_shown_as_escapes(tmp_path):
     profiles.write(profiles.path(tmp_path, SHA, "e"), SHA, "e",
                    {"w": {"f\nfake line\x1b[31m": 5}}, {"w": 5})

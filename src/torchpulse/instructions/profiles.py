@@ -19,6 +19,8 @@ import gzip
 import json
 import os
 import re
+import stat
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,10 @@ DEFAULT_FOLDER = Path(".asv") / "profiles"
 FORMAT = 1
 SHOWN = 5  # functions an alert lists
 _SHA = re.compile(r"[0-9a-f]{40}")
+# a profile of the default selection is about 170 KB, 1.7 MB inflated (66 workloads, 200
+# functions each): anything far larger is not one, and reading it would cost minutes and GBs
+MAX_STORED = 16 << 20
+MAX_INFLATED = 64 << 20
 _ENV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
 
 
@@ -95,13 +101,30 @@ def read(where: Path, commit: str, env: str) -> dict[str, dict[str, int]] | None
     if target is None:
         return None
     try:
-        data = json.loads(gzip.decompress(target.read_bytes()))
+        data = json.loads(_bounded_gunzip(target))
         workloads = data["workloads"]
         return {str(name): {_printable(str(f)): int(n) for f, n in entry["functions"].items()}
                 for name, entry in workloads.items()}
     except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError,
-            gzip.BadGzipFile, RecursionError):
+            OverflowError, zlib.error, RecursionError):
         return None
+
+
+def _bounded_gunzip(target: Path) -> bytes:
+    """The decompressed bytes of ``target`` if it is a regular file (not a link, a FIFO or
+    a device, which would block or never end) of at most MAX_STORED bytes that inflates to
+    at most MAX_INFLATED (a gzip bomb does not); ValueError or OSError otherwise."""
+    fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_STORED:
+            raise ValueError(f"{target}: not a regular file of at most {MAX_STORED} bytes")
+        stored = f.read(MAX_STORED + 1)
+    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip's header and trailer
+    out = inflate.decompress(stored, MAX_INFLATED)
+    if inflate.unconsumed_tail or len(out) >= MAX_INFLATED:
+        raise ValueError(f"{target}: inflates to more than {MAX_INFLATED} bytes")
+    return out
 
 
 def _printable(name: str) -> str:
