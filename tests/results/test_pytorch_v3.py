@@ -118,6 +118,8 @@ def test_what_is_refused(project, tmp_path, capsys):
         ([record(sha, device=None, runners=[])], ("no device",)),
         ([{**record(sha), "head_sha": "HEAD"}], ("not a full commit sha",)),
         ([record(sha), record(sha)], ("again",)),
+        ([record(sha, runners=[{**H100, "type": ["a", "b"]}])], ("runner's type", "list")),
+        ([record(sha, runners=[{**H100, "type": {"x": 1}}, H100])], ("runner's type",)),
         ([record("f" * 40)], ("ffffffff",)),  # a commit the repository does not have
     ]
     for i, (records, words) in enumerate(cases):

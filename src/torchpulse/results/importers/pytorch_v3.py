@@ -113,7 +113,11 @@ def _machine(record: dict, place: str) -> str | None:
         return None
     if not isinstance(runners, list) or not all(isinstance(r, dict) for r in runners):
         raise InputError(f"{place}: runners is not a list of objects")
-    types = {r.get("type") or r.get("name") for r in runners}
+    kinds = [r.get("type") or r.get("name") for r in runners]
+    for kind in kinds:
+        if kind is not None and not isinstance(kind, str):
+            raise InputError(f"{place}: a runner's type is {type(kind).__name__}, not text")
+    types = set(kinds)
     if len(types) != 1:
         return None  # runners of different types: --machine names the one machine
     (kind,) = types
