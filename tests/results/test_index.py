@@ -150,6 +150,8 @@ def test_any_parameter_text_round_trips(tmp_path):
     "UPDATE series SET id = id + 1000",  # rows naming series that are not there
     "UPDATE files SET params = '{not json' WHERE rowid = 1",
     "UPDATE series SET combo = '[[1]]' WHERE id = 0",
+    "UPDATE series SET combo = '" + "[" * 100_000 + "]" * 100_000 + "' WHERE id = 0",
+    "UPDATE files SET params = '" + "[" * 100_000 + "]" * 100_000 + "' WHERE rowid = 1",
     "UPDATE files SET params = '[1]' WHERE rowid = 1",
     "UPDATE files SET path = NULL WHERE rowid = 1",
     "a row naming a series number past the last",

@@ -253,7 +253,7 @@ def _stored_ids(con: sqlite3.Connection) -> _Ids:
         for i, machine, env, bench, version, combo in con.execute(
                 "SELECT id, machine, env, benchmark, version, combo FROM series"):
             ids.ids[(machine, env, bench, version, tuple(json.loads(combo)))] = i
-    except (ValueError, TypeError):  # not the JSON of a list of strings
+    except (ValueError, TypeError, RecursionError):  # not the JSON of a list of strings
         raise Damaged("the index's series do not hold together") from None
     return ids
 
@@ -318,7 +318,7 @@ def load(path: Path, results_dir: Path, machines: list[str]) -> Table:
         return rebuilt()
     try:
         return read(con, machines)
-    except (Damaged, ValueError, TypeError):  # the last two: its JSON fields
+    except (Damaged, ValueError, TypeError, RecursionError):  # the last three: its JSON
         con.close()
         return rebuilt()
 
