@@ -215,3 +215,34 @@ def test_export_of_measured_suites_and_its_selections(tmp_path, capsys):
         assert exit_code(["export", "pytorch-v3", *argv, "--config", str(conf)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and word in err[0]
+
+
+def test_export_of_a_damaged_tree_is_one_line_or_finite_json(tmp_path, capsys):
+    """Damage a tree can hold (a NaN or Infinity sample, text for a number, a benchmarks.json
+    that is not an object or whose entries are not): never a traceback, never NaN in JSON."""
+    root = tmp_path / "s"
+    synthetic.build(root, commits=3, per_cell=1, noise_series=1, seed=2, kinds=("noise",))
+    conf = root / "asv.conf.json"
+    newest = synthetic.history(root)[-1]
+    (path,) = [p for p in (root / "results").glob(f"*/{newest[:8]}-*.json")]
+    data = json.loads(path.read_text())
+    name = next(iter(data["results"]))
+    row = data["results"][name]
+    samples_at = data["result_columns"].index("samples")
+    row[samples_at] = [[math.nan, math.inf, "x", 1.5, True]] * len(row[samples_at])
+    path.write_text(json.dumps(data))
+    assert exit_code(["export", "pytorch-v3", newest, "--config", str(conf)]) == 0
+    text = capsys.readouterr().out
+    assert "NaN" not in text and "Infinity" not in text
+    values = [r["metric"]["benchmark_values"] for r in json.loads(text)]
+    assert [1.5] in values
+    benchmarks = root / "results" / "benchmarks.json"
+    entries = json.loads(benchmarks.read_text())
+    benchmarks.write_text(json.dumps({k: (3 if isinstance(v, dict) else v)
+                                      for k, v in entries.items()}))
+    assert exit_code(["export", "pytorch-v3", newest, "--config", str(conf)]) == 0
+    capsys.readouterr()
+    benchmarks.write_text("[1, 2]")
+    assert exit_code(["export", "pytorch-v3", newest, "--config", str(conf)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a JSON object" in err[0]

@@ -19,6 +19,7 @@ project's commit and the torch version asv recorded for the environment.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 
 from torchpulse.errors import TorchpulseError
@@ -69,10 +70,12 @@ def _runner(machine: dict) -> dict:
                                            "arch": str(machine.get("arch", ""))}}
 
 
-def _values(value: object, samples: list[float] | None) -> list[float]:
-    if samples:
-        return [float(s) for s in samples if s is not None]
-    return [float(value)] if isinstance(value, int | float) else []
+def _values(value: object, samples: object) -> list[float]:
+    """The finite numbers of a stored point: its samples, else its value. A damaged tree's
+    NaN, Infinity or text is left out (JSON has no NaN, and v3 readers choke on it)."""
+    found = samples if isinstance(samples, list) and samples else [value]
+    return [float(v) for v in found
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)]
 
 
 def _record(name: str, combo: tuple[str, ...], values: list[float], unit: str | None,
@@ -115,14 +118,16 @@ def records(project: Project, spec: str | None = None,
                           f"{', '.join(present) or 'none'})")
     try:
         benchmarks = json.loads((root / "benchmarks.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise ExportError(f"{root / 'benchmarks.json'}: cannot read ({exc})") from None
+    if not isinstance(benchmarks, dict):
+        raise ExportError(f"{root / 'benchmarks.json'}: not a JSON object")
     branch = project.default_branch
     out: list[dict] = []
     for machine in chosen:
         try:
             info = json.loads((root / machine / "machine.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise ExportError(f"{root / machine / 'machine.json'}: cannot read ({exc})") from None
         if not isinstance(info, dict):
             raise ExportError(f"{root / machine / 'machine.json'}: not a JSON object")
@@ -140,13 +145,16 @@ def records(project: Project, spec: str | None = None,
         for results in sorted(files, key=lambda r: (r.date or 0, r.commit_hash)):
             torch_version = str(results.params.get("torch", ""))
             for name in sorted(asv_results.benchmarks(results)):
-                entry = benchmarks.get(name, {})
+                entry = benchmarks.get(name)
+                entry = entry if isinstance(entry, dict) else {}
+                names = entry.get("param_names")
                 for combo, value, samples in asv_results.rows(results, name):
                     values = _values(value, samples)
                     if not values:
                         continue
-                    record = _record(name, combo, values, entry.get("unit"),
-                                     list(entry.get("param_names") or []))
+                    record = _record(name, combo, values, str(entry.get("unit") or ""),
+                                     [str(n) for n in names] if isinstance(names, list)
+                                     else [])
                     record.update({
                         "inputs": {},
                         "dependencies": {
@@ -170,6 +178,6 @@ def records(project: Project, spec: str | None = None,
 
 def render(found: list[dict], each_row: bool = False) -> str:
     """The records as a JSON list, or one per line (``each_row``: ClickHouse's JSONEachRow)."""
-    if each_row:
-        return "".join(json.dumps(r, sort_keys=True) + "\n" for r in found)
-    return json.dumps(found, indent=1, sort_keys=True) + "\n"
+    if each_row:  # allow_nan=False: a NaN that got this far is a bug, not output
+        return "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in found)
+    return json.dumps(found, indent=1, sort_keys=True, allow_nan=False) + "\n"
