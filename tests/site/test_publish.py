@@ -358,13 +358,17 @@ def test_serve_bounds_connections_and_closes_idle_ones(tmp_path, monkeypatch):
     monkeypatch.setattr(serve._Handler, "timeout", 1.0)
     (tmp_path / "index.html").write_text("<html>site</html>")
     server = serving(tmp_path)
-    before = threading.active_count()
+
+    def handlers() -> int:  # threads serving a connection (each also has a head watchdog)
+        return sum(not isinstance(t, threading.Timer) for t in threading.enumerate())
+
+    before = handlers()
     idle = [socket.create_connection(server.server_address[:2], timeout=60) for _ in range(5)]
     try:
         deadline = time.monotonic() + 60
-        while threading.active_count() < before + 2 and time.monotonic() < deadline:
+        while handlers() < before + 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert threading.active_count() - before <= 2  # the others wait to be accepted
+        assert handlers() - before <= 2  # the others wait to be accepted
         # every idle connection is closed by the server in the end (EOF), none hangs
         assert [s.recv(1) for s in idle] == [b""] * 5
     finally:
@@ -470,3 +474,41 @@ def test_publish_removes_the_scratch_of_a_publish_killed_before_and_nothing_else
     assert not any(f.exists() for f in killed)
     assert all(f.exists() for f in theirs)
     assert not list(parent.glob(".html.publish-*/"))  # this publish's own scratch is gone too
+
+
+def test_serve_answers_a_fifo_with_404_and_cuts_a_client_that_dribbles_its_head(
+        tmp_path, monkeypatch):
+    """A FIFO in the site wedged a worker for good; a client sending a header byte every
+    20 s held a slot for good (32 of them held the server)."""
+    import os
+    import socket
+    import time
+    import urllib.error
+
+    monkeypatch.setattr(serve, "HEAD_SECONDS", 1.0)
+    (tmp_path / "index.html").write_text("<!doctype html><title>site</title>\n")
+    os.mkfifo(tmp_path / "pipe.json")
+    server = serving(tmp_path)
+    try:
+        host, port = server.server_address[:2]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(serve.url_of(host, port) + "pipe.json", timeout=120)
+        assert refused.value.code == 404
+        with socket.create_connection((host, port), timeout=120) as slow:
+            deadline = time.monotonic() + 120  # generous: only a server that never cuts
+            cut = False
+            for byte in b"GET / HTTP/1.1\r\nX-Slow: " + b"a" * 10_000:
+                try:
+                    slow.sendall(bytes([byte]))
+                except OSError:
+                    cut = True
+                    break
+                time.sleep(0.2)
+                if time.monotonic() > deadline:
+                    break
+            if not cut:
+                cut = slow.recv(1) == b""
+            assert cut
+    finally:
+        server.shutdown()
+        server.server_close()

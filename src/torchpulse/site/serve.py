@@ -1,9 +1,10 @@
 """Serve the published site over HTTP (asv's pages need HTTP; file:// does not work), bound
 to loopback unless asked otherwise (``asv preview`` listens on every interface).
 
-Only files inside the site are served: no folder listings, no link that leads out of it, no
-path with a NUL byte; at most MAX_CONNECTIONS connections are served at once and an idle one
-is closed after IDLE_SECONDS."""
+Only regular files inside the site are served: no folder listings, no link that leads out
+of it, no FIFO or device (which would block a worker), no path with a NUL byte; at most
+MAX_CONNECTIONS connections are served at once, and a connection that has not sent a whole
+request head within HEAD_SECONDS (idle, or a client sending a byte now and then) is closed."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 MAX_CONNECTIONS = 32
 IDLE_SECONDS = 30.0
+HEAD_SECONDS = 30.0  # for a request line and its headers, however slowly they come
 
 
 class ServeError(TorchpulseError, RuntimeError):
@@ -38,14 +40,41 @@ class _Handler(SimpleHTTPRequestHandler):
         # the request line is the client's: no control character reaches the terminal
         sys.stderr.write(f"{self.address_string()} {printable(format % args)}\n")
 
+    def handle_one_request(self) -> None:
+        # the socket's timeout restarts with every byte: a deadline for the whole head
+        # keeps a client that sends one byte now and then from holding a slot for good
+        watchdog = threading.Timer(HEAD_SECONDS, self._cut)
+        watchdog.daemon = True
+        self._watchdog = watchdog
+        watchdog.start()
+        try:
+            super().handle_one_request()
+        finally:
+            watchdog.cancel()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()  # reads the headers
+        self._watchdog.cancel()  # the head is in: the rest is the server's own pace
+        return parsed
+
+    def _cut(self) -> None:
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # closed meanwhile
+
     def send_head(self):  # noqa: ANN201 (http.server's signature)
         path = self.translate_path(self.path)
         root = os.path.realpath(self.directory)
         if "\x00" in path or not _within(os.path.realpath(path), root):
             self.send_error(404, "File not found")
             return None
-        if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "index.html")):
-            self.send_error(404, "File not found")  # no folder listings
+        if os.path.isdir(path):
+            if not os.path.isfile(os.path.join(path, "index.html")):
+                self.send_error(404, "File not found")  # no folder listings
+                return None
+        elif os.path.exists(path) and not os.path.isfile(path):
+            self.send_error(404, "File not found")  # a FIFO or device would block here
             return None
         return super().send_head()
 
