@@ -117,3 +117,25 @@ def test_a_cache_that_cannot_be_written_computes_everything(tmp_path):
     counting = Counting()
     got = verdicts.compute(series, counting, SETTINGS, verdicts.Cache(blocked / "x.sqlite"))
     assert counting.calls == 3 and got == [analyse(s.points) for s in series]
+
+
+def test_the_code_digest_covers_every_module_of_the_analysis_package(tmp_path):
+    """A verdict also rests on how its rule and threshold are chosen (series.py,
+    settings.py, alert.py): a change to any module of the folder is a new digest."""
+    import shutil
+    from pathlib import Path
+
+    from torchpulse.analysis import verdicts
+
+    folder = Path(verdicts.__file__).parent
+    copy = tmp_path / "analysis"
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    same = verdicts._code_version(copy)
+    assert same == verdicts._code_version(folder)
+    for name in ("settings.py", "series.py", "alert.py", "detect.py"):
+        original = (copy / name).read_text()
+        (copy / name).write_text(original + "\n# changed\n")
+        verdicts._code_version.cache_clear()
+        assert verdicts._code_version(copy) != same, name
+        (copy / name).write_text(original)
+        verdicts._code_version.cache_clear()

@@ -3,8 +3,8 @@ command come from a cache, the rest are computed across the cores.
 
 A verdict depends only on its series' points (commit, value, samples, disturbed), the rule,
 the detector's settings and the detector's code; the cache key is a digest of all of them
-(the code as the bytes of detect.py, drift.py, exact.py and columns.py, with numpy's and
-scipy's versions), so a change of any makes the verdict be computed again. The cache is a table of
+(the code as the bytes of every module of torchpulse/analysis/, with numpy's and scipy's
+versions), so a change of any makes the verdict be computed again. The cache is a table of
 the results index (torchpulse.results.index): derived data, safe to delete; it holds
 pickles of torchpulse's own verdict classes and is read back with an unpickler that admits
 nothing else.
@@ -22,7 +22,6 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from torchpulse.analysis import columns, detect, drift, exact
 from torchpulse.analysis.columns import PointColumns
 from torchpulse.analysis.detect import SeriesVerdict
 from torchpulse.analysis.series import Series
@@ -33,15 +32,17 @@ _ALLOWED = {("torchpulse.analysis.detect", n) for n in (
 
 
 @functools.cache
-def _code_version() -> bytes:
-    """The detector's code and numeric libraries, as one digest (read once, on first use:
-    not when the alert is imported)."""
+def _code_version(folder: Path = Path(__file__).parent) -> bytes:
+    """The analysis package's code and the numeric libraries, as one digest (read once, on
+    first use: not when the alert is imported). Every module of the folder, not a hand-kept
+    list: a verdict also rests on how a series' rule, threshold and settings are chosen
+    (series.py, settings.py, alert.py), and a list forgets one."""
     import numpy
     import scipy
 
     h = hashlib.sha256()
-    for module in (detect, drift, exact, columns):
-        h.update(Path(module.__file__).read_bytes())
+    for path in sorted(folder.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
     h.update(f"{numpy.__version__} {scipy.__version__}".encode())
     return h.digest()
 
