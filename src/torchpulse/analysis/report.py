@@ -40,8 +40,8 @@ def human(value: float, unit: str) -> str:
         return f"{value:.0f} B"
     if unit == INVERSE_CALLS and value > 0:  # stored inverted (lower is better): show calls
         return f"{1.0 / value:.4g} calls captured"
-    if rule_of(unit) != TIME and float(value).is_integer():  # a count: every digit, not 1.3e+04
-        return f"{value:,.0f} {unit}"
+    if rule_of(unit) != TIME:  # a count, every digit (6,494,123, not 6.494e+06): a median
+        return f"{value:,.0f} {unit}"  # per call may end in .5, which no reader needs
     return f"{value:.4g}" + ("" if unit == "unit" else f" {unit}")
 
 
