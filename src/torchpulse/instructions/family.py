@@ -73,7 +73,8 @@ _HEAVY = ("cnns/", "autograd/resnet18/", "autograd/fcn_resnet/", "autograd/detr/
 
 def selected(fastrnns: ModuleType, autograd: ModuleType, choice: str | None) -> list[str]:
     """The workloads a run counts, the heaviest first: ``default`` (None or empty: every
-    workload but LEFT_OUT), ``all`` or ``core``; ValueError for anything else."""
+    workload but LEFT_OUT), ``all``, ``core``, or comma-separated shell patterns of
+    workload names (``autograd/ppl_robust_reg/*``); ValueError for anything else."""
     every = workloads(fastrnns, autograd)
     choice = choice or "default"
     if choice == "all":
@@ -83,9 +84,13 @@ def selected(fastrnns: ModuleType, autograd: ModuleType, choice: str | None) -> 
         chosen = [w for w in every if w not in left_out]
     elif choice == "core":
         chosen = [w for w in every if w in CORE]
+    elif "/" in choice:  # shell patterns of workload names: what compare or bisect narrow to
+        chosen = matching(every, choice)
+        if not chosen:
+            raise ValueError(f"${SELECTION_ENV}={choice!r} matches no workload")
     else:
-        raise ValueError(f"${SELECTION_ENV} must be one of {', '.join(SELECTIONS)}, "
-                         f"not {choice!r}")
+        raise ValueError(f"${SELECTION_ENV} must be one of {', '.join(SELECTIONS)} or "
+                         f"patterns of workload names, not {choice!r}")
     return sorted(chosen, key=lambda w: not w.startswith(_HEAVY))  # stable: heaviest first
 
 
