@@ -10,6 +10,7 @@ from torchpulse.analysis import sequential
 from torchpulse.culprit import counted
 from torchpulse.culprit.bisect import bisect
 from torchpulse.culprit.compare import compare
+from torchpulse.culprit.report import bisection_text
 from torchpulse.culprit.runs import Run
 
 KEY = "bench_instructions.Instructions.track_instructions('rnns/py/forward')"
@@ -42,6 +43,9 @@ def test_a_two_percent_instruction_step_over_32_commits_is_found_in_7_runs(step_
     assert result.found == h.commits[step_at]
     assert len(h.runs) <= 7 and len(set(h.runs)) == len(h.runs)  # every commit run once
     assert all(p.rounds == 1 for p in result.probes)
+    # what the report says it cost (it said 3 runs a probe round, as for wall time)
+    assert result.runs == len(h.runs)
+    assert f"{len(h.runs)} runs in all" in bisection_text(result, {})
 
 
 def test_the_same_step_in_wall_time_still_needs_repeated_runs():
@@ -49,6 +53,7 @@ def test_the_same_step_in_wall_time_still_needs_repeated_runs():
     result = bisect(h, h.commits[0], h.commits[1:], KEY, threshold=0.01)
     assert result.found == h.commits[13]
     assert len(h.runs) > 7  # its noise has to be measured
+    assert result.runs == len(h.runs)
 
 
 def test_an_exact_counter_is_bisected_on_one_more_graph_break():

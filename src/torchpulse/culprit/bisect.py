@@ -57,6 +57,16 @@ class Bisection:
     probes: list[Probe]
     low: int  # index of the last commit known good (-1: GOOD itself)
     high: int  # index of the first commit known bad
+    repeats: bool = False  # a count or counter: one run a commit decided, no rounds
+
+    @property
+    def runs(self) -> int:
+        """The benchmark runs the search made: GOOD and BAD once each and a run a probe for
+        a metric that repeats; else GOOD and BAD a round each and three runs (GOOD, probe,
+        BAD) a probe round."""
+        if self.repeats:
+            return 2 + len(self.probes)
+        return 2 * self.baseline.n + 3 * self.rounds
 
     @property
     def found(self) -> str | None:
@@ -248,7 +258,7 @@ def _bisect_counted(measure: Measure, good: str, candidates: Sequence[str], key:
         said = "differs in nothing" if which == EXACT else f"is within {threshold * 100:g}%"
         return Bisection(good, bad, key, list(candidates), baseline,
                          f"no step: BAD {said} of GOOD (one run each: the metric repeats)",
-                         [], -1, len(candidates) - 1)
+                         [], -1, len(candidates) - 1, repeats=True)
     if progress:
         progress(f"BAD is {step} than GOOD: {baseline.ratio - 1:+.2%} (counted: one run a "
                  "commit decides)")
@@ -262,7 +272,8 @@ def _bisect_counted(measure: Measure, good: str, candidates: Sequence[str], key:
                      counted.interval(x, which), 1, [run])
 
     probes, low, high = _search(len(candidates), probe_at, progress, on_probe)
-    return Bisection(good, bad, key, list(candidates), baseline, step, probes, low, high)
+    return Bisection(good, bad, key, list(candidates), baseline, step, probes, low, high,
+                     repeats=True)
 
 
 def odds(probe: Probe) -> str:

@@ -104,7 +104,7 @@ def bisection_text(b: Bisection, subjects: dict[str, str]) -> str:
     lines = [f"{printable(b.key)}: BAD {b.bad[:12]} against GOOD {b.good[:12]}: "
              f"{iv.ratio - 1:+.1%} [{iv.ratio_low - 1:+.1%}, {iv.ratio_high - 1:+.1%}] after "
              f"{iv.n} rounds: {b.step}"]
-    runs = 2 * iv.n + 3 * b.rounds
+    runs = b.runs
     if b.found:
         probe = next((p for p in b.probes if p.commit == b.found), None)
         evidence = (f"probe {probe.interval.ratio - 1:+.1%} against the midpoint after "
