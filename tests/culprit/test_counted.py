@@ -65,7 +65,7 @@ def test_an_exact_counter_is_bisected_on_one_more_graph_break():
 def test_a_count_within_the_threshold_is_no_step_after_two_runs():
     h = History(32, 13, 1.005, "instructions")
     result = bisect(h, h.commits[0], h.commits[1:], KEY)
-    assert not result.bisected and result.step.startswith("no step: BAD is within 1.5%")
+    assert not result.bisected and result.step.startswith("no step: BAD is within 1%")
     assert h.runs == ["c0", "c32"]
     # with a smaller threshold for counts the same half-percent is a step
     h = History(32, 13, 1.005, "instructions")
