@@ -20,7 +20,7 @@ def test_each_rule_has_its_threshold():
 def test_the_defaults_are_the_documented_ones_and_every_setting_changes_the_key():
     assert DEFAULTS.key == (DEFAULT_ALPHA, DEFAULT_THRESHOLD, DEFAULT_COUNT_THRESHOLD,
                             DEFAULT_NOISE_FLOOR)
-    changed = [Settings(alpha=0.05), Settings(threshold=0.1), Settings(count_threshold=0.01),
+    changed = [Settings(alpha=0.05), Settings(threshold=0.1), Settings(count_threshold=0.02),
                Settings(noise_floor=0.01)]
     assert len({DEFAULTS.key, *(s.key for s in changed)}) == 5
 

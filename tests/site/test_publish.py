@@ -444,9 +444,12 @@ def test_serve_stopped_with_ctrl_c_exits_130(tmp_path):
     import sys
 
     (tmp_path / "index.html").write_text("<!doctype html><title>site</title>\n")
+    # a test worker may run with SIGINT ignored, which its children inherit (and Python
+    # then leaves Ctrl-C ignored too): the server gets the terminal's default
     proc = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "serve", "--html-dir",
                              str(tmp_path), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stdout.readline()  # once it listens
         assert "serving" in line, proc.stderr.read()
