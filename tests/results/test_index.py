@@ -181,3 +181,40 @@ def test_an_index_whose_rows_do_not_hold_together_is_built_again(project, forge)
     con = sqlite3.connect(where)
     assert con.execute("SELECT count(*) FROM files WHERE nrows < 1000000").fetchone()[0] == 12
     assert con.execute("SELECT min(id) FROM series").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("plant", ["database link", "journal link", "journal fifo",
+                                   "folder link"])
+def test_links_and_fifos_where_sqlite_opens_files_are_never_followed(project, tmp_path, plant,
+                                                                     capsys):
+    """A symbolic link at the index's path (into another program's SQLite file, a file
+    outside the project) was written through; a FIFO at its -journal path hung every alert.
+    The index is then left unused: the series come from the files, nothing outside changes."""
+    import os
+
+    path, _ = project
+    where = results_index.location(path, path / "results")
+    direct = _load(path, None)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    theirs = outside / "theirs.sqlite"
+    con = sqlite3.connect(theirs)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    before = theirs.read_bytes()
+    where.parent.mkdir(parents=True, exist_ok=True)
+    if plant == "database link":
+        where.symlink_to(theirs)
+    elif plant == "journal link":
+        where.with_name(where.name + "-journal").symlink_to(outside / "journal")
+    elif plant == "journal fifo":
+        os.mkfifo(where.with_name(where.name + "-journal"))
+    else:
+        where.parent.rmdir()
+        where.parent.symlink_to(outside, target_is_directory=True)
+    assert _load(path, where) == direct
+    assert main(["alert", "--config", str(path / "asv.conf.json")]) in (0, 1)
+    capsys.readouterr()
+    assert theirs.read_bytes() == before
+    assert sorted(p.name for p in outside.iterdir()) == ["theirs.sqlite"]

@@ -25,6 +25,7 @@ from pathlib import Path
 from torchpulse.analysis.columns import PointColumns
 from torchpulse.analysis.detect import SeriesVerdict
 from torchpulse.analysis.series import Series
+from torchpulse.results import index as results_index
 
 PARALLEL_FROM = 64  # series to compute before a pool of processes pays for itself
 _ALLOWED = {("torchpulse.analysis.detect", n) for n in (
@@ -81,6 +82,7 @@ class Cache:
         self.path = path
 
     def _connect(self) -> sqlite3.Connection:
+        results_index.check_plain(self.path)  # no link or FIFO where SQLite opens files
         con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         con.execute("CREATE TABLE IF NOT EXISTS verdicts (series TEXT PRIMARY KEY, "
                     "digest BLOB, verdict BLOB)")
@@ -92,7 +94,7 @@ class Cache:
             con = self._connect()
             stored = con.execute("SELECT series, digest, verdict FROM verdicts").fetchall()
             con.close()
-        except sqlite3.Error:
+        except (sqlite3.Error, OSError):
             return {}
         found = {}
         for label, d, blob in stored:
@@ -115,7 +117,7 @@ class Cache:
                              for label, (d, v) in computed.items()])
             con.execute("COMMIT")
             con.close()
-        except sqlite3.Error:
+        except (sqlite3.Error, OSError):
             pass
 
 

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 import struct
 import time
 from collections.abc import Callable, Iterable
@@ -224,10 +225,30 @@ def _schema(con: sqlite3.Connection) -> None:
     """)
 
 
+SIDE_FILES = ("-journal", "-wal", "-shm")  # what SQLite opens beside a database
+
+
+def check_plain(path: Path) -> None:
+    """OSError unless SQLite may open ``path``: neither its folder nor the database nor the
+    files SQLite opens beside it may be a symbolic link (a write would land in another
+    program's file), nor anything but a regular file (a FIFO blocks the open for good).
+    Callers then go without the index, reading the results files themselves."""
+    for place in (path.parent, path, *(path.with_name(path.name + s) for s in SIDE_FILES)):
+        try:
+            mode = os.lstat(place).st_mode
+        except FileNotFoundError:
+            continue
+        wanted = stat.S_ISDIR if place == path.parent else stat.S_ISREG
+        if stat.S_ISLNK(mode) or not wanted(mode):
+            raise OSError(f"{place}: not a plain {'folder' if place == path.parent else 'file'}"
+                          "; the index is not used")
+
+
 def _open(path: Path, fresh: bool = False) -> sqlite3.Connection:
     """The index at ``path``; a new one where it is missing, damaged or of another format
     (the old file is removed: it is torchpulse's own, derived, and rebuilt at once)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    check_plain(path)
     if fresh:
         path.unlink(missing_ok=True)
     con = sqlite3.connect(path, timeout=60, isolation_level=None)
