@@ -170,13 +170,13 @@ def test_scratch_is_removed_on_error_unless_kept(project, capsys, monkeypatch, t
 def test_the_rule_itself(project, tmp_path):
     root, _ = project
     proj = Project.load(root / "asv.conf.json")
-    assert check_file(str(tmp_path / "new" / "r.json"), "--output", proj).name == "r.json"
-    assert check_folder(str(tmp_path / "profile"), "--output", proj).name == "profile"
+    assert check_file(str(tmp_path / "new" / "r.json"), "--output", [proj]).name == "r.json"
+    assert check_folder(str(tmp_path / "profile"), "--output", [proj]).name == "profile"
     for bad in (root / "results" / "x", root / "sub" / ".." / ".git" / "x", root / "env"):
         with pytest.raises(ProtectedPathError):
-            check_file(str(bad), "--output", proj)
+            check_file(str(bad), "--output", [proj])
     with pytest.raises(ProtectedPathError, match=".git"):  # any repository's, no project
-        check_file(str(tmp_path / "other" / ".git" / "config"), "--output", None)
+        check_file(str(tmp_path / "other" / ".git" / "config"), "--output", ())
     (tmp_path / "f").write_text("")
     with pytest.raises(ProtectedPathError, match="not a folder"):
-        check_folder(str(tmp_path / "f"), "--output", None)
+        check_folder(str(tmp_path / "f"), "--output", ())

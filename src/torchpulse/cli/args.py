@@ -25,6 +25,7 @@ from torchpulse.errors import TorchpulseError
 from torchpulse.presets import PRESETS
 
 if TYPE_CHECKING:
+    from torchpulse.analysis.settings import Settings
     from torchpulse.results.project import Project
 
 # The exit codes, the same for every command (README, "Exit codes").
@@ -153,7 +154,7 @@ def add_output(p: argparse.ArgumentParser, what: str, *aliases: str) -> None:
     p.add_argument("--output", *aliases, metavar="FILE", help=what)
 
 
-def alert_settings(args: argparse.Namespace):
+def alert_settings(args: argparse.Namespace) -> Settings:
     """The detector's settings the user gave (add_alert_settings' options), as one value."""
     from torchpulse.analysis.settings import Settings  # numpy: not while building --help
 

@@ -89,9 +89,9 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
                 raise RunError("no benchmark was measured: check --bench")
             seen = {k: {"base": [], "head": []} for k in pending}
             diffs = {k: [] for k in pending}
+            units = {k: got["head"].unit(k) or got["base"].unit(k) for k in pending}
         for k in list(pending):
             a, b = got["base"].values.get(k), got["head"].values.get(k)
-            unit = got["head"].unit(k) or got["base"].unit(k)
             for role, value in (("base", a), ("head", b)):
                 if _usable(value):
                     seen[k][role].append(value)
@@ -100,16 +100,15 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
                 value = a if role == "base" else b
                 why = "not measured" if value is None else f"value {value!r}"
                 done[k] = Outcome(k, NOT_COMPARED, None, r, _median(seen[k]["base"]),
-                                  _median(seen[k]["head"]), f"{role} run {r}: {why}", unit)
+                                  _median(seen[k]["head"]), f"{role} run {r}: {why}", units[k])
                 continue
             diffs[k].append(math.log(b) - math.log(a))
-            units[k] = unit
-            which = counted.rule(unit)
+            which = counted.rule(units[k])
             if which != TIME:  # it repeats: a second run a side adds nothing
                 d = diffs[k][0]
                 done[k] = Outcome(k, counted.decide(d, which, count_threshold if which == COUNT
                                                     else 0.0),
-                                  counted.interval(d, which), r, a, b, unit=unit)
+                                  counted.interval(d, which), r, a, b, unit=units[k])
         pending = [k for k in pending if k not in done]
         if r in schedule:
             for k in pending:
@@ -119,7 +118,7 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
                     decision = UNDECIDED
                 if decision is not None:
                     done[k] = Outcome(k, decision, iv, r, _median(seen[k]["base"]),
-                                      _median(seen[k]["head"]), unit=units.get(k))
+                                      _median(seen[k]["head"]), unit=units[k])
             pending = [k for k in pending if k not in done]
         if progress:
             progress(f"round {r}: {len(done)} of {len(done) + len(pending)} benchmark(s) "

@@ -101,10 +101,9 @@ def import_files(project: Project, fmt: str, files: Sequence[Path], *,
         if rev not in shas:
             shas[rev] = project.commit_on_branches(rev)
         groups.setdefault((shas[rev], name), []).append(r)
-    for (sha, name), group in groups.items():
-        _refuse_twice(group, sha, name)
     targets = []
     for (sha, name), group in groups.items():
+        _refuse_twice(group, sha, name)
         targets.append((store.Target(project.results_dir, name, sha,
                                      project.commit_date_ms(sha), env_name), group))
     summaries = store.import_groups(targets, replace, info)

@@ -48,18 +48,7 @@ def _resolved(path: Path) -> Path:
     return path.parent.resolve() / path.name
 
 
-Guarded = Project | Sequence[Project] | None  # the projects whose kept places are refused
-
-
-def _kept_of(guarded: Guarded) -> list[tuple[str, Path]]:
-    if guarded is None:
-        return []
-    if isinstance(guarded, Project):
-        return kept(guarded)
-    return [place for project in guarded for place in kept(project)]
-
-
-def _check(value: str, option: str, project: Guarded) -> tuple[Path, Path]:
+def _check(value: str, option: str, projects: Sequence[Project]) -> tuple[Path, Path]:
     if not value.strip() or "\0" in value:
         raise ProtectedPathError(f"{option}: an empty or malformed path ({value!r})")
     path = Path(value)
@@ -70,18 +59,18 @@ def _check(value: str, option: str, project: Guarded) -> tuple[Path, Path]:
     if ".git" in where.parts:
         raise ProtectedPathError(f"{option} {value}: inside a git repository's .git folder; "
                                  "write it elsewhere")
-    for what, folder in _kept_of(project):
+    for what, folder in (place for project in projects for place in kept(project)):
         if inside(where, folder):
             raise ProtectedPathError(f"{option} {value}: inside {what} ({folder}); write it "
                                      "elsewhere")
     return path, where
 
 
-def check_file(value: str, option: str, project: Guarded = None) -> Path:
+def check_file(value: str, option: str, projects: Sequence[Project] = ()) -> Path:
     """``value`` as a path a command may write a file to; ProtectedPathError (one line)
-    otherwise. ``project``: the asv project (or projects) whose kept folders are refused
-    (None: only ``.git``, links and what is not a regular file)."""
-    path, _ = _check(value, option, project)
+    otherwise. ``projects``: the asv projects whose kept folders are refused (none: only
+    ``.git``, links and what is not a regular file)."""
+    path, _ = _check(value, option, projects)
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -94,10 +83,10 @@ def check_file(value: str, option: str, project: Guarded = None) -> Path:
     return path
 
 
-def check_folder(value: str, option: str, project: Guarded = None) -> Path:
+def check_folder(value: str, option: str, projects: Sequence[Project] = ()) -> Path:
     """``value`` as a folder a command may create and write its own files into, by the same
     rule as ``check_file``."""
-    path, _ = _check(value, option, project)
+    path, _ = _check(value, option, projects)
     if path.exists() and not path.is_dir():
         raise ProtectedPathError(f"{option} {value}: exists and is not a folder")
     return path
