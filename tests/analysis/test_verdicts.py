@@ -12,6 +12,7 @@ import pytest
 from torchpulse.analysis import verdicts
 from torchpulse.analysis.detect import Point, analyse
 from torchpulse.analysis.series import Series, SeriesKey
+from torchpulse.results import seal
 
 SETTINGS = (0.01, 0.05, 0.015, 0.001)
 
@@ -85,13 +86,34 @@ def test_only_verdicts_are_read_back_and_damage_is_a_miss(tmp_path):
     verdicts.compute(series, Counting(), SETTINGS, cache)
     con = sqlite3.connect(where)
     labels = [label for (label,) in con.execute("SELECT series FROM verdicts ORDER BY series")]
-    con.execute("UPDATE verdicts SET verdict = ? WHERE series = ?",
-                (pickle.dumps(Boom()), labels[0]))
-    con.execute("UPDATE verdicts SET verdict = ? WHERE series = ?", (b"garbage", labels[1]))
+    # sealed with the cache's own key, as by one who read it: the unpickler still refuses
+    key = seal.key(tmp_path)
+    for label, blob in ((labels[0], pickle.dumps(Boom())), (labels[1], b"garbage")):
+        d = con.execute("SELECT digest FROM verdicts WHERE series = ?", (label,)).fetchone()[0]
+        con.execute("UPDATE verdicts SET verdict = ?, seal = ? WHERE series = ?",
+                    (blob, seal.seal(key, label, d, blob), label))
     con.commit()
     counting = Counting()
     got = verdicts.compute(series, counting, SETTINGS, cache)
     assert counting.calls == 2 and got == [analyse(s.points) for s in series]
+
+
+def test_a_verdict_copied_from_another_series_is_a_miss(tmp_path):
+    """A verdict row edited to hold another series' verdict kept its label and digest and
+    was used as it was: its seal binds the three together."""
+    series = _series(n=4)  # series 0 and 3 step at the end, 1 and 2 do not
+    where = tmp_path / "index.sqlite"
+    cache = verdicts.Cache(where)
+    fresh = verdicts.compute(series, Counting(), SETTINGS, cache)
+    assert fresh[0] != fresh[1]
+    con = sqlite3.connect(where)
+    labels = [repr(s.key) for s in series]
+    con.execute("UPDATE verdicts SET verdict = (SELECT verdict FROM verdicts WHERE series = ?) "
+                "WHERE series = ?", (labels[0], labels[1]))
+    con.commit()
+    counting = Counting()
+    assert verdicts.compute(series, counting, SETTINGS, cache) == fresh
+    assert counting.calls == 1
 
 
 def test_many_series_are_computed_across_processes_with_the_same_verdicts(monkeypatch):

@@ -155,10 +155,22 @@ def test_any_parameter_text_round_trips(tmp_path):
     "UPDATE files SET params = '[1]' WHERE rowid = 1",
     "UPDATE files SET path = NULL WHERE rowid = 1",
     "a row naming a series number past the last",
+    # rows that keep their shape: only their seals tell
+    "UPDATE files SET commit_hash = (SELECT commit_hash FROM files WHERE rowid = 2) "
+    "WHERE rowid = 1",
+    "UPDATE series SET id = -1 WHERE id = 0; UPDATE series SET id = 0 WHERE id = 1; "
+    "UPDATE series SET id = 1 WHERE id = -1",
+    "a bit flipped in a value",
+    "UPDATE files SET env = 'other' WHERE rowid = 1",
+    "UPDATE series SET benchmark = (SELECT benchmark FROM series WHERE id = 1) WHERE id = 0",
+    "UPDATE files SET seal = (SELECT seal FROM files WHERE rowid = 2) WHERE rowid = 1",
+    "UPDATE files SET mtime_ns = mtime_ns + 1 WHERE rowid = 1",
 ])
 def test_an_index_whose_rows_do_not_hold_together_is_built_again(project, forge):
     """The index is derived data in the project's folder: what it holds is checked before
-    anything is allocated from it or indexed with it, and a damaged one is rebuilt."""
+    anything is allocated from it or indexed with it, each row matches its seal, and a
+    damaged or forged one is rebuilt (a forged commit, two series swapped, a flipped bit
+    kept their shape and gave wrong verdicts on every run)."""
     import os
     import time
 
@@ -170,7 +182,13 @@ def test_an_index_whose_rows_do_not_hold_together_is_built_again(project, forge)
     assert _load(path, where) == direct
     con = sqlite3.connect(where)
     if forge.startswith("UPDATE"):
-        con.execute(forge)
+        con.executescript(forge)
+    elif forge == "a bit flipped in a value":  # the first row's value, after its two ints
+        blob = bytearray(con.execute("SELECT packed, nrows FROM files WHERE rowid = 1"
+                                     ).fetchone()[0])
+        n = int.from_bytes(blob[:8], "little")
+        blob[16 + 16 * n + 3] ^= 0x10
+        con.execute("UPDATE files SET packed = ? WHERE rowid = 1", (bytes(blob),))
     else:  # the first row's series number (after the 16-byte header), as large as it goes
         blob = con.execute("SELECT packed FROM files WHERE rowid = 1").fetchone()[0]
         con.execute("UPDATE files SET packed = ? WHERE rowid = 1",
@@ -218,3 +236,58 @@ def test_links_and_fifos_where_sqlite_opens_files_are_never_followed(project, tm
     capsys.readouterr()
     assert theirs.read_bytes() == before
     assert sorted(p.name for p in outside.iterdir()) == ["theirs.sqlite"]
+
+
+def test_a_results_file_edited_in_place_with_its_time_restored_is_read_again(project):
+    """Same size, same inode, modification time set back: only the change time, which no
+    one can set back, shows the edit."""
+    import os
+    import time
+
+    path, truths = project
+    where = results_index.location(path, path / "results")
+    file = sorted((path / "results" / synthetic.MACHINE).glob("*-*.json"))[-1]
+    past = time.time_ns() - 60 * 10**9
+    os.utime(file, ns=(past, past))
+    _load(path, where)
+    text = file.read_text()
+    data = json.loads(text)
+    name = next(iter(data["results"]))
+    value = data["results"][name][0][0]
+    forged = text.replace(json.dumps(value), json.dumps(value)[:-1] + (
+        "1" if json.dumps(value)[-1] != "1" else "2"), 1)
+    assert forged != text and len(forged) == len(text)
+    before = os.stat(file)
+    with open(file, "r+") as f:  # in place: the same inode
+        f.write(forged)
+    os.utime(file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(file).st_ino == before.st_ino
+    assert os.stat(file).st_mtime_ns == before.st_mtime_ns
+    assert _load(path, where) == _load(path, None)
+
+
+@pytest.mark.parametrize("plant", ["link", "fifo", "short"])
+def test_a_key_that_is_not_a_plain_file_of_its_own_leaves_the_index_unused(project, tmp_path,
+                                                                           plant):
+    import os
+
+    path, _ = project
+    where = results_index.location(path, path / "results")
+    direct = _load(path, None)
+    assert _load(path, where) == direct
+    key = where.parent / "key"
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"x" * 32)
+    key.unlink()
+    if plant == "link":
+        key.symlink_to(secret)
+    elif plant == "fifo":
+        os.mkfifo(key)
+    else:
+        key.write_bytes(b"short")
+    assert _load(path, where) == direct
+    assert secret.read_bytes() == b"x" * 32
+    if plant == "short":  # torchpulse's own, damaged: replaced, and the index rebuilt
+        assert len(key.read_bytes()) == 32 and key.stat().st_mode & 0o777 == 0o600
+    else:
+        assert key.is_symlink() or key.is_fifo()

@@ -6,8 +6,9 @@ the detector's settings and the detector's code; the cache key is a digest of al
 (the code as the bytes of every module of torchpulse/analysis/, with numpy's and scipy's
 versions), so a change of any makes the verdict be computed again. The cache is a table of
 the results index (torchpulse.results.index): derived data, safe to delete; it holds
-pickles of torchpulse's own verdict classes and is read back with an unpickler that admits
-nothing else.
+pickles of torchpulse's own verdict classes, each sealed with its series and digest
+(torchpulse.results.seal: a verdict copied from another series' row is a miss), and is
+read back with an unpickler that admits nothing else.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from torchpulse.analysis.columns import PointColumns
 from torchpulse.analysis.detect import SeriesVerdict
 from torchpulse.analysis.series import Series
 from torchpulse.results import index as results_index
+from torchpulse.results import seal
 
 PARALLEL_FROM = 64  # series to compute before a pool of processes pays for itself
 _ALLOWED = {("torchpulse.analysis.detect", n) for n in (
@@ -81,24 +83,29 @@ class Cache:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self) -> tuple[sqlite3.Connection, bytes]:
         results_index.check_plain(self.path)  # no link or FIFO where SQLite opens files
+        key = seal.key(self.path.parent)
         con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        columns = [c[1] for c in con.execute("PRAGMA table_info(verdicts)")]
+        if columns and "seal" not in columns:  # a cache of before seals: dropped
+            con.execute("DROP TABLE verdicts")
         con.execute("CREATE TABLE IF NOT EXISTS verdicts (series TEXT PRIMARY KEY, "
-                    "digest BLOB, verdict BLOB)")
-        return con
+                    "digest BLOB, verdict BLOB, seal BLOB)")
+        return con, key
 
     def get(self, wanted: dict[str, bytes]) -> dict[str, SeriesVerdict]:
         """The stored verdicts of the series (label: digest) whose digest matches."""
         try:
-            con = self._connect()
-            stored = con.execute("SELECT series, digest, verdict FROM verdicts").fetchall()
+            con, key = self._connect()
+            stored = con.execute("SELECT series, digest, verdict, seal FROM verdicts"
+                                 ).fetchall()
             con.close()
         except (sqlite3.Error, OSError):
             return {}
         found = {}
-        for label, d, blob in stored:
-            if wanted.get(label) == d:
+        for label, d, blob, sealed in stored:
+            if wanted.get(label) == d and seal.matches(key, sealed, label, d, blob):
                 verdict = _loads(blob)
                 if verdict is not None:
                     found[label] = verdict
@@ -110,11 +117,11 @@ class Cache:
         if not computed:
             return
         try:
-            con = self._connect()
+            con, key = self._connect()
+            rows = [(label, d, pickle.dumps(v, protocol=5)) for label, (d, v) in computed.items()]
             con.execute("BEGIN IMMEDIATE")
-            con.executemany("INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?)",
-                            [(label, d, pickle.dumps(v, protocol=5))
-                             for label, (d, v) in computed.items()])
+            con.executemany("INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?)",
+                            [(*row, seal.seal(key, *row)) for row in rows])
             con.execute("COMMIT")
             con.close()
         except (sqlite3.Error, OSError):

@@ -6,13 +6,16 @@ environment and machine fields, per benchmark row its value, samples, version an
 so that a second `torchpulse alert` reads one table instead of a thousand JSON files, and
 after a new commit parses only the files that changed.
 
-- A file is parsed again when its size, inode or modification time changed, or when it
-  was modified within RACY seconds of being indexed (file times are coarse: a rewrite in
-  the same tick keeps its time, as git's "racily clean" entries), and forgotten when it is
-  gone: every update is one transaction, so a crash or a kill leaves the old index or
-  the new one, never half of one.
-- An index of another format, or one that cannot be read, is rebuilt from the files; one
-  that cannot be written (a read-only tree) is skipped, the files read directly.
+- A file is parsed again when its size, inode, modification or change time changed (the
+  change time cannot be set back: an edit in place whose modification time was restored
+  still shows), or when it was modified within RACY seconds of being indexed (file times
+  are coarse: a rewrite in the same tick keeps its time, as git's "racily clean"
+  entries), and forgotten when it is gone: every update is one transaction, so a crash or
+  a kill leaves the old index or the new one, never half of one.
+- Every row carries a seal (torchpulse.results.seal): a row edited in place, however well
+  it keeps its shape, does not match it, and the index is rebuilt from the files, as one
+  of another format or one that cannot be read; one that cannot be written (a read-only
+  tree) is skipped, the files read directly.
 - Deleting it is always safe: the next command builds it again.
 
 Where: ``<project>/.asv/torchpulse-index/<digest of the results folder>.sqlite``, beside
@@ -35,9 +38,9 @@ from typing import NamedTuple
 import numpy as np
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.results import asv_results
+from torchpulse.results import asv_results, seal
 
-FORMAT = "4"
+FORMAT = "5"
 RACY = 2.0  # seconds: a file this close to its indexing is read again next time
 _HEADER = struct.Struct("<qq")  # a packed file: its rows, its samples
 
@@ -71,15 +74,17 @@ def location(root: Path, results_dir: Path) -> Path:
     return root / ".asv" / "torchpulse-index" / f"{digest}.sqlite"
 
 
-def _files(results_dir: Path, machines: list[str]) -> dict[str, tuple[int, int, int]]:
-    """{machine/file.json: (size, mtime_ns, inode)} of every results file of ``machines``."""
+def _files(results_dir: Path, machines: list[str]) -> dict[str, tuple[int, int, int, int]]:
+    """{machine/file.json: (size, mtime_ns, ctime_ns, inode)} of every results file of
+    ``machines``."""
     found = {}
     for name in machines:
         with os.scandir(results_dir / name) as entries:
             for e in entries:
                 if e.name.endswith(".json") and e.name != "machine.json" and e.is_file():
                     st = e.stat()
-                    found[f"{name}/{e.name}"] = (st.st_size, st.st_mtime_ns, st.st_ino)
+                    found[f"{name}/{e.name}"] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                                   st.st_ino)
     return found
 
 
@@ -218,10 +223,11 @@ def _schema(con: sqlite3.Connection) -> None:
     con.executescript("""
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
         CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER,
-            mtime_ns INTEGER, inode INTEGER, indexed_ns INTEGER, commit_hash TEXT, env TEXT,
-            params TEXT, nrows INTEGER, nsamples INTEGER, packed BLOB);
+            mtime_ns INTEGER, ctime_ns INTEGER, inode INTEGER, indexed_ns INTEGER,
+            commit_hash TEXT, env TEXT, params TEXT, nrows INTEGER, nsamples INTEGER,
+            packed BLOB, seal BLOB);
         CREATE TABLE IF NOT EXISTS series (id INTEGER PRIMARY KEY, machine TEXT, env TEXT,
-            benchmark TEXT, version TEXT, combo TEXT);
+            benchmark TEXT, version TEXT, combo TEXT, seal BLOB);
     """)
 
 
@@ -268,38 +274,48 @@ def _open(path: Path, fresh: bool = False) -> sqlite3.Connection:
     return con
 
 
-def _stored_ids(con: sqlite3.Connection) -> _Ids:
+def _stored_ids(con: sqlite3.Connection, key: bytes) -> _Ids:
     ids = _Ids()
     try:
-        for i, machine, env, bench, version, combo in con.execute(
-                "SELECT id, machine, env, benchmark, version, combo FROM series"):
+        for i, machine, env, bench, version, combo, sealed in con.execute(
+                "SELECT id, machine, env, benchmark, version, combo, seal FROM series"):
+            if not seal.matches(key, sealed, i, machine, env, bench, version, combo):
+                raise Damaged("an entry of the index's series does not match its seal")
             ids.ids[(machine, env, bench, version, tuple(json.loads(combo)))] = i
     except (ValueError, TypeError, RecursionError):  # not the JSON of a list of strings
         raise Damaged("the index's series do not hold together") from None
     return ids
 
 
-def update(path: Path, results_dir: Path, machines: list[str],
+def _file_row(p: str, sig: tuple[int, int, int, int], indexed: int, parsed: Parsed,
+              packed: bytes, key: bytes) -> tuple:
+    """The row of the index's files for the results file ``p`` (``sig``: its size, times
+    and inode), sealed."""
+    fields = (p, *sig, indexed, parsed.commit, parsed.env, json.dumps(parsed.params),
+              *_HEADER.unpack_from(packed), packed)
+    return (*fields, seal.seal(key, *fields))
+
+
+def update(path: Path, results_dir: Path, machines: list[str], key: bytes,
            progress: Callable[[str], None] | None = None,
            fresh: bool = False) -> sqlite3.Connection:
     """The index at ``path`` brought up to date with the files of ``machines`` (parsing
-    those new or changed since, forgetting those gone), in one transaction; ``fresh``:
-    built anew."""
+    those new or changed since, forgetting those gone), in one transaction, its new rows
+    sealed with ``key``; ``fresh``: built anew."""
     con = _open(path, fresh=fresh)
     current = _files(results_dir, machines)
     stored, racy = {}, set()
-    for p, size, mtime, inode, indexed in con.execute(
-            "SELECT path, size, mtime_ns, inode, indexed_ns FROM files"):
-        if not (isinstance(p, str) and all(isinstance(x, int)
-                                           for x in (size, mtime, inode, indexed))):
+    for p, *sig, indexed in con.execute(
+            "SELECT path, size, mtime_ns, ctime_ns, inode, indexed_ns FROM files"):
+        if not (isinstance(p, str) and all(isinstance(x, int) for x in (*sig, indexed))):
             con.close()
             raise Damaged("an entry of the index's files does not hold together")
-        stored[p] = (size, mtime, inode)
-        if mtime >= indexed - RACY * 1e9:
+        stored[p] = tuple(sig)
+        if sig[1] >= indexed - RACY * 1e9:
             racy.add(p)
     prefixes = tuple(f"{m}/" for m in machines)
     gone = [p for p in stored if p.startswith(prefixes) and p not in current]
-    changed = sorted(p for p, stat in current.items() if stored.get(p) != stat or p in racy)
+    changed = sorted(p for p, sig in current.items() if stored.get(p) != sig or p in racy)
     if not gone and not changed:
         return con
     if progress and len(changed) > 50:
@@ -307,7 +323,7 @@ def update(path: Path, results_dir: Path, machines: list[str],
     con.execute("BEGIN IMMEDIATE")
     now = time.time_ns()
     try:
-        ids = _stored_ids(con)
+        ids = _stored_ids(con, key)
         ids.entries()  # numbered as they should be: new numbers follow on
         for p in gone:
             con.execute("DELETE FROM files WHERE path = ?", (p,))
@@ -315,11 +331,11 @@ def update(path: Path, results_dir: Path, machines: list[str],
             parsed = parse(results_dir, p)
             packed = pack(parsed.rows, ids.of(p.split("/", 1)[0], parsed.env))
             con.execute("INSERT OR REPLACE INTO files VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (p, *current[p], now, parsed.commit, parsed.env,
-                         json.dumps(parsed.params), *_HEADER.unpack_from(packed), packed))
-        con.executemany("INSERT INTO series VALUES (?, ?, ?, ?, ?, ?)",
-                        [(ids.ids[key], *key[:4], json.dumps(key[4])) for key in ids.new])
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        _file_row(p, current[p], now, parsed, packed, key))
+        rows = [(ids.ids[k], *k[:4], json.dumps(k[4])) for k in ids.new]
+        con.executemany("INSERT INTO series VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [(*row, seal.seal(key, *row)) for row in rows])
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -329,23 +345,30 @@ def update(path: Path, results_dir: Path, machines: list[str],
 
 def load(path: Path, results_dir: Path, machines: list[str]) -> Table:
     """The rows of the files of ``machines``, through the index at ``path`` (brought up to
-    date first); an index whose rows do not hold together is built again from the files."""
+    date first); an index whose rows do not hold together or do not match their seals is
+    built again from the files. OSError where the index's folder or its key cannot be
+    used."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    check_plain(path)
+    key = seal.key(path.parent)
+
     def rebuilt() -> Table:
-        return read(update(path, results_dir, machines, fresh=True), machines)
+        return read(update(path, results_dir, machines, key, fresh=True), machines, key)
 
     try:  # a results file that cannot be read is the user's error: it is not caught here
-        con = update(path, results_dir, machines)
+        con = update(path, results_dir, machines, key)
     except (Damaged, sqlite3.IntegrityError):
         return rebuilt()
     try:
-        return read(con, machines)
+        return read(con, machines, key)
     except (Damaged, ValueError, TypeError, RecursionError):  # the last three: its JSON
         con.close()
         return rebuilt()
 
 
-def read(con: sqlite3.Connection, machines: list[str]) -> Table:
-    """From the index: the files of ``machines`` and their rows (one read transaction)."""
+def read(con: sqlite3.Connection, machines: list[str], key: bytes) -> Table:
+    """From the index: the files of ``machines`` and their rows (one read transaction), each
+    row checked against its seal as it is read."""
     con.execute("BEGIN")
     try:
         files, rows, samples = [], 0, 0
@@ -362,8 +385,17 @@ def read(con: sqlite3.Connection, machines: list[str]) -> Table:
                 files.append((p, commit, env, fields))
                 rows, samples = rows + n, samples + m
         wanted = {p for p, *_ in files}
-        blobs = (packed for p, packed in con.execute(
-            "SELECT path, packed FROM files ORDER BY path") if p in wanted)
-        return _table(files, _stored_ids(con).entries(), blobs, rows, samples)
+        return _table(files, _stored_ids(con, key).entries(),
+                      _sealed_blobs(con, wanted, key), rows, samples)
     finally:
         con.execute("COMMIT")
+
+
+def _sealed_blobs(con: sqlite3.Connection, wanted: set[str], key: bytes) -> Iterable[bytes]:
+    """The packed rows of the files ``wanted``, in path order, each once its whole row
+    (the fields read before it included) matched its seal."""
+    for row in con.execute("SELECT * FROM files ORDER BY path"):
+        if row[0] in wanted:
+            if not seal.matches(key, row[-1], *row[:-1]):
+                raise Damaged("an entry of the index's files does not match its seal")
+            yield row[-2]
