@@ -96,3 +96,45 @@ def test_unreadable_file_is_one_error(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(asv_results.ResultsFileError, match="not an asv results file"):
         asv_results.load(bad)
+
+
+def _damage(data, how):
+    name = next(iter(data["results"]))
+    if how == "a row of one column":
+        data["results"][name] = data["results"][name][:1]
+    elif how == "columns fewer than the rows":
+        data["result_columns"] = ["result"]
+    elif how == "parameters nested a level deeper":
+        data["results"][name][1] = [[["a"]]]
+    elif how == "a date in words":
+        data["date"] = "yesterday"
+    elif how == "a parameter axis that is a number":
+        data["results"][name][1] = [7]
+
+
+@pytest.mark.parametrize("how", ["a row of one column", "columns fewer than the rows",
+                                 "parameters nested a level deeper", "a date in words",
+                                 "a parameter axis that is a number"])
+@pytest.mark.parametrize("command", ["export", "alert"])
+def test_a_results_file_of_the_wrong_shape_is_one_line_for_every_reader(tmp_path, capsys, how,
+                                                                        command):
+    """asv loads these without a word; export and alert then died in a traceback (or sorted
+    a text date among numbers) wherever they first asked."""
+    from tests.clirun import exit_code
+    from torchpulse.analysis import synthetic
+
+    synthetic.build(tmp_path, commits=4, per_cell=1, noise_series=0, seed=1, kinds=("step",),
+                    sizes=(0.2,), distances=(2,))
+    target = sorted((tmp_path / "results").glob("*/*-*.json"))[-1]
+    data = json.loads(target.read_text())
+    _damage(data, how)
+    target.write_text(json.dumps(data))
+    before = {p: p.read_bytes() for p in (tmp_path / "results").rglob("*") if p.is_file()}
+    argv = {"export": ["export", "pytorch-v3", "--output", str(tmp_path / "out.json")],
+            "alert": ["alert"]}[command]
+    assert exit_code([*argv, "--config", str(tmp_path / "asv.conf.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not an asv results file" in err
+    assert str(target) in err
+    assert not (tmp_path / "out.json").exists()
+    assert {p: p.read_bytes() for p in before} == before

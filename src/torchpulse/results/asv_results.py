@@ -33,12 +33,34 @@ class ResultsFileError(TorchpulseError, ValueError):
     """A file asv cannot read as a results file."""
 
 
+_SHAPE_ERRORS = (asv_util.UserError, OSError, ValueError, KeyError, IndexError, TypeError,
+                 AttributeError, RecursionError)
+
+
 def load(path: Path, machine: str | None = None) -> Results:
+    """A results file, read by asv and checked to hold what every reader here asks of it."""
     try:
-        return Results.load(str(path), machine_name=machine)
-    except (asv_util.UserError, OSError, ValueError, KeyError, TypeError, AttributeError,
-            RecursionError) as exc:  # asv reads a file of the wrong shape with no check
+        results = Results.load(str(path), machine_name=machine)
+        _check(results)
+    except _SHAPE_ERRORS as exc:  # asv reads a file of the wrong shape with no check
         raise ResultsFileError(f"{path}: not an asv results file ({exc})") from None
+    return results
+
+
+def _check(results: Results) -> None:
+    """asv loads a file whose fields have the wrong types, and its accessors then fail (or
+    sort a text date among numbers) in whichever reader asks first: asked here, once."""
+    if not isinstance(results.commit_hash, str) or not isinstance(results.env_name, str):
+        raise TypeError("its commit_hash and env_name are not text")
+    if not isinstance(results.date, int) or isinstance(results.date, bool):
+        raise TypeError("its date is not a whole number")
+    for name in results.get_all_result_keys():
+        grid = results.get_result_params(name) or []
+        if not (isinstance(grid, list) and all(
+                isinstance(axis, list) and all(isinstance(v, str) for v in axis)
+                for axis in grid)):
+            raise TypeError(f"the parameters of {name} are not lists of text")
+        list(rows(results, name))
 
 
 def new(params: dict[str, str], commit: str, date_ms: int, python: str,
