@@ -315,6 +315,27 @@ def test_a_second_dashboard_on_the_project_waits_for_the_first(project, built):
     assert "another dashboard is running" in said[0]
 
 
+
+def test_a_dashboard_killed_while_holding_the_lock_does_not_block_the_next(project, built):
+    """A holder killed with SIGKILL (an OOM kill, a runner reaping the job) never released
+    anything itself: the next dashboard runs, without waiting."""
+    path = project.root / dashboard.LOCK_FILE
+    path.parent.mkdir(exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time; "
+         f"fd = os.open({str(path)!r}, os.O_RDWR | os.O_CREAT); "
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+    finally:
+        holder.kill()
+        holder.wait()
+    asv, said = fake_asv(project, built[1]), []
+    dashboard.run(project, dashboard.Options(publish=True), asv=asv, say=said.append)
+    assert asv.calls and not any(line.startswith("== waiting") for line in said)
+
+
 FAKE_ASV = """
 import os, subprocess, sys, time
 args = sys.argv[1:]
