@@ -29,9 +29,11 @@ def test_json_contract_and_planted_steps(alert_project, tmp_path, capsys):
                           "noisy", "unmeasured_commits", "disturbed_before", "confirmed",
                           "bisect", "drifts", "repro", "functions"}
         assert a["direction"] == "regression" and a["ratio"] > 1 and a["unit"] == "seconds"
-        # the command that measures this one benchmark again, and nothing else
+        # the command that measures this one benchmark again, and nothing else, over the
+        # whole change: from before it to the newest commit it spans
         base, head, flag, bench = shlex.split(a["repro"])[2:6]
-        assert (base, head, flag) == (a["previous_commit"][:12], a["commit"][:12], "--bench")
+        last = max([*a["culprits"], *(d["last"] for d in a["drifts"])], key=history.index)
+        assert (base, head, flag) == (a["previous_commit"][:12], last[:12], "--bench")
         name = f"{a['benchmark']}({', '.join(a['params'])})"
         assert re.fullmatch(bench, name) and not re.fullmatch(bench, name + "x")
         assert a["culprits"][0] == a["commit"]
@@ -238,9 +240,12 @@ def test_an_alert_after_unmeasured_commits_prints_the_bisect_command(alert_proje
     assert "2 unmeasured commit(s) before" in capsys.readouterr().out
 
 
-def test_history_lists_a_drift_once_as_a_range_in_every_format(tmp_path, capsys):
-    """A project whose one series drifts +10 % over commits 10-30 of 40, noiselessly: one
-    finding that names the range, not a change point a commit."""
+@pytest.mark.parametrize("start", [10, 0])
+def test_history_lists_a_drift_once_as_a_range_in_every_format(tmp_path, capsys, start):
+    """A project whose one series drifts +10 % over commits 10-30 of 40 (or 0-30: from its
+    first commit), noiselessly: one finding that names the range, not a change point a
+    commit, measured again from before it to its end (a drift from the first commit was
+    'at X (after X)' and compared X with itself)."""
     import numpy as np
 
     shas = synthetic._git_repo(tmp_path, 40)
@@ -253,7 +258,7 @@ def test_history_lists_a_drift_once_as_a_range_in_every_format(tmp_path, capsys)
     write_json_atomically(results_dir / "benchmarks.json", {
         "b.track_x": {"name": "b.track_x", "params": [], "param_names": [], "type": "track",
                       "unit": "unit", "version": "1"}, "version": 2})
-    ramp = 0.01 * np.exp(np.clip((np.arange(40) - 10) / 20, 0, 1) * np.log(1.1))
+    ramp = 0.01 * np.exp(np.clip((np.arange(40) - start) / (30 - start), 0, 1) * np.log(1.1))
     for i, sha in enumerate(shas):
         r = asv_results.new({"machine": "m"}, sha, 1_700_000_000_000 + i, "3.11", "e")
         asv_results.add(r, "b.track_x", "1", [], [float(ramp[i])])
@@ -262,12 +267,18 @@ def test_history_lists_a_drift_once_as_a_range_in_every_format(tmp_path, capsys)
     assert alert(tmp_path, "--history", "--format", "json", "--output", str(out)) == 0
     (finding,) = json.loads(out.read_text())["alerts"]
     (span,) = finding["drifts"]
-    assert abs(shas.index(span["first"]) - 10) <= 2 and abs(shas.index(span["last"]) - 30) <= 2
+    first = shas.index(span["first"])
+    assert abs(first - start) <= 2 and abs(shas.index(span["last"]) - 30) <= 2
     assert finding["ratio"] == pytest.approx(1.1, abs=0.01)
+    before = shas[first - 1] if first else shas[0]
+    assert finding["previous_commit"] == before
+    assert finding["repro"].startswith(f"torchpulse compare {before[:12]} {span['last'][:12]} ")
     capsys.readouterr()
     # the active view: a regression over that range, in text and markdown alike
     assert alert(tmp_path) == 1
     text = capsys.readouterr().out
     assert f"a slow drift, not a step: drift over {span['first'][:8]}..{span['last'][:8]}" in text
+    assert (f"at {span['first'][:8]} (the series' first commit)" if first == 0 else
+            f"at {span['first'][:8]} (after {before[:8]})") in text
     assert alert(tmp_path, "--format", "markdown") == 1
     assert f"drift `{span['first'][:12]}`..`{span['last'][:12]}`" in capsys.readouterr().out

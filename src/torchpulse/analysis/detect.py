@@ -740,13 +740,21 @@ def _active(tester: _Tester, parts: Sequence[drift.Piece], means: Sequence[float
     if b is None:
         return None
     base, newest = parts[b], parts[last]
-    start = newest.first if b == last else means[b]  # b == last: a drift from its start
+    # a drift is never a baseline but where the series has nothing else before (b == last:
+    # a drift going on now; or a drift from the first commit, then a level): its start is
+    # then the level before, and the drift part of the rise
+    from_line = base.line and b != last
+    start = newest.first if b == last else base.first if from_line else means[b]
     net = means[last] - start
     if exact:  # noiseless: every move is real
         p, se = 0.0, 0.0
     elif b == last:
         se = tester.sigma * newest.rise_se
         p = max_split_pvalue(abs(net) / se, newest.stop - newest.start)
+    elif from_line:
+        se = tester.sigma * math.sqrt(base.variance[0] + (
+            newest.variance[1] if newest.line else 1.0 / (newest.stop - newest.start)))
+        p = max_split_pvalue(abs(net) / se, newest.stop - base.start)
     elif newest.line or base.line:
         se = tester.sigma * math.sqrt(1.0 / (base.stop - base.start) + (
             newest.variance[1] if newest.line else 1.0 / (newest.stop - newest.start)))
@@ -761,7 +769,7 @@ def _active(tester: _Tester, parts: Sequence[drift.Piece], means: Sequence[float
         return None
     if clear_z is not None and net < clear_z * se:
         return None
-    rising = [j for j in range(min(b + 1, last), last + 1)
+    rising = [j for j in range(b if from_line else min(b + 1, last), last + 1)
               if parts[j].line and parts[j].last > parts[j].first]
     culprits = tuple(sorted({int(keep[parts[j + 1].start]) for j in range(b, last)
                              if parts[j + 1].start in jumps

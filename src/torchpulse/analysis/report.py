@@ -8,6 +8,7 @@ import math
 import re
 import shlex
 from collections import defaultdict
+from collections.abc import Callable
 
 from torchpulse.analysis.alert import (
     STATUSES,
@@ -116,15 +117,24 @@ def bisect_command(report: Report, alert: Alert) -> str | None:
 
 
 def repro_command(alert: Alert) -> str | None:
-    """The one command that measures the step again on the user's machine: the commit
-    before it against the alert's commit, this benchmark alone (an exact asv --bench). None
-    for an imported series, which torchpulse cannot run."""
+    """The one command that measures the change again on the user's machine: the commit
+    before it against the newest commit it spans (its commit, or the end of its drift or its
+    last culprit, as asv's Regressions tab shows it), this benchmark alone (an exact asv
+    --bench). None for an imported series, which torchpulse cannot run."""
     if alert.key.benchmark.startswith("external."):
         return None
     name = _name(alert)
     bench = "^" + re.escape(name) + "$"
-    return (f"torchpulse compare {alert.previous_commit[:12]} {alert.commit[:12]} --bench "
+    return (f"torchpulse compare {alert.previous_commit[:12]} {alert.last[:12]} --bench "
             f"{shlex.quote(bench)}")
+
+
+def after_text(alert: Alert, commit: Callable[[str], str]) -> str:
+    """'after P' (``commit`` renders a hash), or, for a drift that rises from the first
+    commit the series has, that it has none before."""
+    if alert.previous_commit == alert.commit:
+        return "the series' first commit"
+    return f"after {commit(alert.previous_commit)}"
 
 
 def thresholds_text(report: Report) -> str:
@@ -276,7 +286,7 @@ def to_text(report: Report) -> str:
                      f"[{a.key.machine}/{a.key.env}]")
         culprits = (f"; culprits {', '.join(c[:8] for c in a.culprits)}"
                     if len(a.culprits) > 1 else "")
-        lines.append(f"              at {a.commit[:8]} (after {a.previous_commit[:8]}): "
+        lines.append(f"              at {a.commit[:8]} ({after_text(a, lambda c: c[:8])}): "
                      f"{human(a.before, a.unit)} -> {human(a.after, a.unit)}, p={_p(a)}"
                      f"{culprits}")
         if a.drifts:

@@ -12,6 +12,7 @@ from torchpulse.analysis.alert import STATUSES, Alert, Report
 from torchpulse.analysis.detect import MIN_POINTS
 from torchpulse.analysis.exact import MIN_POINTS as EXACT_POINTS
 from torchpulse.analysis.report import (
+    after_text,
     canary_lines,
     change,
     counts,
@@ -116,7 +117,7 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
             f"{escape(change(a) + qualifiers(a))}</td>"
             f'<td><a href="{escape(url)}">{escape(name)}</a></td>'
             f'<td class="chart">{charts.get(a.key, "")}</td><td>{escape(a.key.env)}</td>'
-            f"<td>{_commit(a.commit)} (after {_commit(a.previous_commit)})"
+            f"<td>{_commit(a.commit)} ({after_text(a, _commit)})"
             + (f"; culprits {', '.join(_commit(c) for c in a.culprits)}"
                if len(a.culprits) > 1 else "")
             + "".join(f"; drift over {_commit(f)}..{_commit(t)}" for f, t in a.drifts)
