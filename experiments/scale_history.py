@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from torchpulse.analysis import synthetic
+from torchpulse.evaluation import synthetic
 
 
 def main(path: str, commits: str, series: str, seed: str = "0") -> None:

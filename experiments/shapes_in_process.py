@@ -11,8 +11,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from torchpulse.analysis import shapes
 from torchpulse.analysis.detect import Point, analyse
+from torchpulse.evaluation import shapes
 
 
 def main(commits: int, per: int) -> None:

@@ -27,7 +27,7 @@ def _no_preset_env(monkeypatch):
 def alert_project(tmp_path_factory):
     """A synthetic asv project with planted steps, improvements, spikes and pure noise:
     (directory, truths, first-parent history)."""
-    from torchpulse.analysis import synthetic
+    from torchpulse.evaluation import synthetic
 
     path = tmp_path_factory.mktemp("synthetic")
     truths = synthetic.build(path, commits=30, per_cell=1, noise_series=2, seed=3)
@@ -37,7 +37,7 @@ def alert_project(tmp_path_factory):
 @pytest.fixture(scope="module")
 def quiet_project(tmp_path_factory):
     """A synthetic asv project without regressions: noise, improvements and spikes."""
-    from torchpulse.analysis import synthetic
+    from torchpulse.evaluation import synthetic
 
     path = tmp_path_factory.mktemp("quiet")
     synthetic.build(path, commits=30, per_cell=3, noise_series=10, seed=4,

@@ -17,11 +17,12 @@ import pytest
 from asvproject import tree_bytes
 
 from torchpulse import dashboard
-from torchpulse.analysis import remeasure, synthetic
+from torchpulse.analysis import remeasure
 from torchpulse.analysis.alert import OK, TOO_FEW
 from torchpulse.analysis.disturbance import Remeasure
 from torchpulse.analysis.settings import Settings
 from torchpulse.cli import main
+from torchpulse.evaluation import synthetic
 from torchpulse.results.project import Project
 
 COMMITS = 12

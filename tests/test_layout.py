@@ -14,7 +14,8 @@ MEASURE = {"fastrnns", "autograd", "compile", "models", "sizes", "presets", "tim
            "suite", "harness", "instructions", "workloads", "gpu"}
 # imported by everything, import nothing of ours
 SHARED = {"errors", "files", "text", "signals", "__init__"}
-STAGES = [MEASURE, {"results"}, {"analysis"}, {"culprit", "fleet"}, {"site"}, {"dashboard"},
+STAGES = [MEASURE, {"results"}, {"analysis"}, {"culprit", "fleet", "evaluation"}, {"site"},
+          {"dashboard"},
           {"cli"}, {"testing"}]
 
 
@@ -51,7 +52,8 @@ def test_every_module_belongs_to_a_stage():
 
 @pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_data_flows_one_way(path):
-    """measure -> results -> analysis -> culprit -> site -> dashboard -> cli (-> testing):
+    """measure -> results -> analysis -> culprit/fleet/evaluation -> site -> dashboard -> cli
+    (-> testing):
     nothing imports a later stage."""
     part = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
     for name in imports(path):
@@ -114,3 +116,41 @@ def test_what_the_suites_load_from_the_working_tree_is_standard_library_only():
                              for a in n.names}
         for name in imports(PACKAGE / relative) - optional:
             assert name.split(".")[0] in allowed, f"{relative} imports {name}"
+
+
+def _private_reaches(path: Path) -> list[str]:
+    """Private names (one leading underscore) of other torchpulse modules that ``path``
+    imports or reads through an imported name."""
+    tree = ast.parse(path.read_text(), str(path))
+    imported, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torchpulse"):
+            for a in node.names:
+                imported.add(a.asname or a.name)
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    found.append(f"from {node.module} import {a.name}")
+        elif isinstance(node, ast.Import):
+            imported |= {a.asname or a.name.split(".")[0] for a in node.names
+                         if a.name.startswith("torchpulse")}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in imported and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            found.append(f"{node.value.id}.{node.attr} (line {node.lineno})")
+    return found
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_reaches_into_another_ones_private_names(path):
+    """A private name is a module's own business: what another module needs is made public
+    (shapes.py imported detect._Tester for its best split; detect.best_split now)."""
+    assert _private_reaches(path) == []
+
+
+def test_the_private_name_check_sees_both_ways_in(tmp_path):
+    sample = tmp_path / "m.py"
+    sample.write_text("from torchpulse.analysis.detect import _Tester\n"
+                      "from torchpulse.analysis import detect\nx = detect._segment\n"
+                      "y = detect.__name__\n")
+    assert _private_reaches(sample) == ["from torchpulse.analysis.detect import _Tester",
+                                        "detect._segment (line 3)"]

@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 from torchpulse import allocation, sizes
-from torchpulse.analysis import synthetic
+from torchpulse.evaluation import project as evaluation_project
 from torchpulse.files import write_json_atomically
 from torchpulse.results import asv_results
 
@@ -42,8 +42,8 @@ VERSION = f"2-{sizes.digest(sizes.FASTRNNS, sizes.AUTOGRAD, sizes.REVISIONS)}-{a
 def project(root: Path, runs: list[dict]) -> list[str]:
     """An asv project at ``root`` whose commits hold ``runs``; its shas, oldest first."""
     root.mkdir(parents=True)
-    shas = synthetic._git_repo(root, len(runs))
-    (root / "asv.conf.json").write_text(json.dumps(synthetic.CONF))
+    shas = evaluation_project.git_repo(root, len(runs))
+    (root / "asv.conf.json").write_text(json.dumps(evaluation_project.CONF))
     names = sorted({n for run in runs for n in run["workloads"]})
     params = [[repr(n) for n in names]]
     results = root / "results"

@@ -8,8 +8,9 @@ import shlex
 import pytest
 from clirun import exit_code
 
-from torchpulse.analysis import evaluation, synthetic
 from torchpulse.cli import main
+from torchpulse.evaluation import detectors, scoring, synthetic
+from torchpulse.evaluation import project as evaluation_project
 
 
 def alert(path, *args):
@@ -155,7 +156,7 @@ def test_scoring_counts_recall_location_and_false_alarms():
     truths = [synthetic.Truth("b", "'0'", "step", 0.02, 0.05, 50, 10),
               synthetic.Truth("b", "'1'", "step", 0.02, 0.05, 50, 10),
               synthetic.Truth("n", "'0'", "noise", 0.02)]
-    scores = evaluation.score(truths, {("b", "'0'"): [51], ("b", "'1'"): [45],
+    scores = scoring.score(truths, {("b", "'0'"): [51], ("b", "'1'"): [45],
                                        ("n", "'0'"): [3]})
     cell = scores[("step", 0.05, 10, 0.02)]
     assert (cell.series, cell.alarmed, cell.located) == (2, 2, 1)
@@ -164,8 +165,8 @@ def test_scoring_counts_recall_location_and_false_alarms():
 
 def test_active_upward_keeps_steps_still_present():
     values = [1.0] * 10 + [2.0] * 10 + [1.0] * 10
-    assert evaluation.active_upward(values, [10, 20]) == []
-    assert evaluation.active_upward(values[:20], [10]) == [10]
+    assert detectors.active_upward(values, [10, 20]) == []
+    assert detectors.active_upward(values[:20], [10]) == [10]
 
 
 def test_points_of_another_benchmark_version_are_left_out(tmp_path, capsys):
@@ -248,8 +249,8 @@ def test_history_lists_a_drift_once_as_a_range_in_every_format(tmp_path, capsys,
     'at X (after X)' and compared X with itself)."""
     import numpy as np
 
-    shas = synthetic._git_repo(tmp_path, 40)
-    (tmp_path / "asv.conf.json").write_text(json.dumps(synthetic.CONF))
+    shas = evaluation_project.git_repo(tmp_path, 40)
+    (tmp_path / "asv.conf.json").write_text(json.dumps(evaluation_project.CONF))
     from torchpulse.files import write_json_atomically
     from torchpulse.results import asv_results
 

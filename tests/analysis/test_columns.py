@@ -12,10 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchpulse.analysis import disturbance, synthetic, verdicts
+from torchpulse.analysis import disturbance, verdicts
 from torchpulse.analysis.columns import PointColumns, disturbed_of, undisturbed, values_of
 from torchpulse.analysis.detect import Point
 from torchpulse.analysis.series import Series, SeriesKey, load_series
+from torchpulse.evaluation import project as evaluation_project
 from torchpulse.files import write_json_atomically
 from torchpulse.results import asv_results
 from torchpulse.results.gitrepo import History
@@ -100,7 +101,7 @@ file_rows = st.tuples(st.lists(values, min_size=2, max_size=2),
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     path = tmp_path_factory.mktemp("columns")
-    return path, synthetic._git_repo(path, 4)
+    return path, evaluation_project.git_repo(path, 4)
 
 
 def _write(results, shas, files):

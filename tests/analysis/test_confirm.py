@@ -10,10 +10,11 @@ from clirun import exit_code
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torchpulse.analysis import confirm, evaluation, ledger, summary, synthetic
+from torchpulse.analysis import confirm, ledger, summary
 from torchpulse.analysis.alert import REGRESSION, evaluate
 from torchpulse.analysis.detect import Point
 from torchpulse.analysis.series import Series, SeriesKey
+from torchpulse.evaluation import detectors, synthetic
 from torchpulse.results import asv_results
 from torchpulse.results.gitrepo import History
 from torchpulse.results.project import Project
@@ -195,9 +196,9 @@ def test_the_evaluation_confirms_a_real_step_and_drops_a_slow_run(tmp_path):
     asv_results.save(results, tmp_path / "results",
                      file.relative_to(tmp_path / "results").as_posix())
     options = ["--alpha", "0.05", "--threshold", "0.05"]
-    once = evaluation.run_torchpulse(tmp_path, shas, options)
+    once = detectors.run_torchpulse(tmp_path, shas, options)
     assert once.get((noise.benchmark, noise.param)) == [len(shas) - 1]
-    confirmed = evaluation.confirm_torchpulse(tmp_path, shas, truths, options, seed=3)
+    confirmed = detectors.confirm_torchpulse(tmp_path, shas, truths, options, seed=3)
     assert (noise.benchmark, noise.param) not in confirmed
     for t in truths:
         if t.kind == "step":

@@ -465,7 +465,7 @@ def test_heavy_tails_are_told_from_normal_noise_and_from_counts():
 def test_a_clear_step_on_a_coarse_timer_is_always_listed():
     # a 20 us timer rounded to 1 us, +20 %: the rounding can put the step in two stages
     # (20 -> 23 -> 24 us); the short middle stage is no excursion, so the step stays listed
-    from torchpulse.analysis import shapes
+    from torchpulse.evaluation import shapes
 
     rng = np.random.default_rng(17)
     missed = 0

@@ -10,11 +10,12 @@ import pytest
 from asv.results import Results
 from clirun import exit_code
 
-from torchpulse.analysis import disturbance, summary, synthetic
+from torchpulse.analysis import disturbance, summary
 from torchpulse.analysis import report as report_formats
 from torchpulse.analysis.alert import OK, REGRESSION, evaluate
 from torchpulse.analysis.detect import Point
 from torchpulse.analysis.series import Series, SeriesKey
+from torchpulse.evaluation import synthetic
 from torchpulse.results.gitrepo import History
 from torchpulse.results.project import Project
 from torchpulse.site import page

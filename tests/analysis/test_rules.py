@@ -8,9 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from torchpulse.analysis import exact, summary, synthetic
+from torchpulse.analysis import exact, summary
 from torchpulse.analysis.detect import Point
 from torchpulse.cli import main
+from torchpulse.evaluation import project as evaluation_project
 from torchpulse.files import write_json_atomically
 from torchpulse.instructions import profiles
 from torchpulse.results import asv_results
@@ -52,8 +53,8 @@ def _values(rng: np.random.Generator) -> dict[str, list[float]]:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("rules")
-    shas = synthetic._git_repo(root, COMMITS)
-    (root / "asv.conf.json").write_text(json.dumps(synthetic.CONF))
+    shas = evaluation_project.git_repo(root, COMMITS)
+    (root / "asv.conf.json").write_text(json.dumps(evaluation_project.CONF))
     results = root / "results"
     write_json_atomically(results / "m" / "machine.json", {"machine": "m", "version": 1})
     write_json_atomically(results / "benchmarks.json", {

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from asv.results import Results
 
-from torchpulse.analysis import summary, synthetic
+from torchpulse.analysis import summary
 from torchpulse.analysis.alert import Checked
 from torchpulse.analysis.detect import Noise, Point, SeriesVerdict
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.cli import main
+from torchpulse.evaluation import synthetic
 from torchpulse.results.project import Project
 from torchpulse.site import page as summary_page
 

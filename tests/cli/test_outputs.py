@@ -11,7 +11,7 @@ import pytest
 from asvproject import tree_bytes
 from clirun import exit_code
 
-from torchpulse.analysis import synthetic
+from torchpulse.evaluation import synthetic
 from torchpulse.results.project import Project
 from torchpulse.results.protected import ProtectedPathError, check_file, check_folder
 

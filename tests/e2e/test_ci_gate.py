@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from paths import ROOT
 
-from torchpulse.analysis import synthetic
 from torchpulse.cli import main
+from torchpulse.evaluation import synthetic
 
 # asv as the gate's dashboard runs it, scripted: `run` exits FAKE_RUN_RC; a run of a
 # HASHFILE stores every benchmark of those commits in FAKE_RESULTS again (same values, a new

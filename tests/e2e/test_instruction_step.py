@@ -17,10 +17,10 @@ import sys
 
 import pytest
 
-from torchpulse.analysis import synthetic
 from torchpulse.cli import main
 from torchpulse.culprit.bisect import bisect
 from torchpulse.culprit.runs import Run
+from torchpulse.evaluation import project as evaluation_project
 from torchpulse.files import write_json_atomically
 from torchpulse.instructions import count, profiles
 from torchpulse.results import asv_results
@@ -132,8 +132,8 @@ def history(tmp_path_factory):
     before, after = _count(None), _count(changed)
     before_times, after_times = _times(changed, STEP, COMMITS - STEP)
     project = root / "project"
-    shas = synthetic._git_repo(project, COMMITS)
-    (project / "asv.conf.json").write_text(json.dumps(synthetic.CONF))
+    shas = evaluation_project.git_repo(project, COMMITS)
+    (project / "asv.conf.json").write_text(json.dumps(evaluation_project.CONF))
     results = project / "results"
     write_json_atomically(results / "m" / "machine.json", {"machine": "m", "version": 1})
     write_json_atomically(results / "benchmarks.json", {

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from torchpulse.analysis import synthetic
+from torchpulse.evaluation import synthetic
 
 CHROMIUM = os.environ.get("TORCHPULSE_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("TORCHPULSE_CHROMEDRIVER", "/usr/bin/chromedriver")

@@ -13,7 +13,8 @@ import numpy as np
 from asv.results import Results
 from asv.runner import BenchmarkResult
 
-from torchpulse.analysis import disturbance, synthetic
+from torchpulse.analysis import disturbance
+from torchpulse.evaluation import project as evaluation_project
 
 COMMITS = 30
 MACHINE, ENV = "golden-m", "golden-env"
@@ -59,8 +60,8 @@ def _add(results: Results, name: str, params: list, values: list, samples: list,
 
 def build(path: Path) -> list[str]:
     """Write the project into the empty folder ``path``; its commits, oldest first."""
-    shas = synthetic._git_repo(path, COMMITS)
-    (path / "asv.conf.json").write_text(json.dumps(synthetic.CONF, indent=2) + "\n")
+    shas = evaluation_project.git_repo(path, COMMITS)
+    (path / "asv.conf.json").write_text(json.dumps(evaluation_project.CONF, indent=2) + "\n")
     rng = np.random.default_rng(20261127)
     results_dir = path / "results"
     (results_dir / MACHINE).mkdir(parents=True)

@@ -121,7 +121,7 @@ def test_a_results_file_of_the_wrong_shape_is_one_line_for_every_reader(tmp_path
     """asv loads these without a word; export and alert then died in a traceback (or sorted
     a text date among numbers) wherever they first asked."""
     from tests.clirun import exit_code
-    from torchpulse.analysis import synthetic
+    from torchpulse.evaluation import synthetic
 
     synthetic.build(tmp_path, commits=4, per_cell=1, noise_series=0, seed=1, kinds=("step",),
                     sizes=(0.2,), distances=(2,))

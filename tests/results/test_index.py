@@ -7,9 +7,10 @@ import sqlite3
 
 import pytest
 
-from torchpulse.analysis import synthetic
 from torchpulse.analysis.series import load_series
 from torchpulse.cli import main
+from torchpulse.evaluation import project as evaluation_project
+from torchpulse.evaluation import synthetic
 from torchpulse.results import asv_results
 from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import History
@@ -123,7 +124,7 @@ def test_alert_reads_through_the_index_and_says_the_same(project, capsys):
 
 def test_any_parameter_text_round_trips(tmp_path):
     """asv's repr strings can hold anything a user's parameters do: separators included."""
-    shas = synthetic._git_repo(tmp_path, 2)
+    shas = evaluation_project.git_repo(tmp_path, 2)
     results = tmp_path / "results"
     from torchpulse.files import write_json_atomically
 

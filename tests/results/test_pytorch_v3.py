@@ -10,7 +10,7 @@ import pytest
 from asvproject import make_project, tree_bytes
 from clirun import exit_code
 
-from torchpulse.analysis import synthetic
+from torchpulse.evaluation import synthetic
 from torchpulse.results import asv_results
 from torchpulse.results.importers import pytorch_v3
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from torchpulse.analysis import synthetic
 from torchpulse.cli import main
+from torchpulse.evaluation import synthetic
 from torchpulse.results.project import Project
 from torchpulse.site import assets as site_assets
 from torchpulse.site import page as summary_page

@@ -504,6 +504,12 @@ class _Tester:
         return int(k[np.argmax(np.abs(t))])
 
 
+def best_split(levels: np.ndarray) -> int | None:
+    """Where the one split that best separates two mean levels of ``levels`` lies (the
+    least-squares estimate of a single change), None for fewer than two points."""
+    return _Tester(np.asarray(levels, dtype=float), 1.0, 1).best_split(0, len(levels))
+
+
 def _segment(tester: _Tester, alpha: float) -> list[int]:
     """Binary segmentation at ``alpha``, then the merge step; sorted split indices."""
     n = len(tester.x)

@@ -73,7 +73,7 @@ def cmd_disturbed(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate_detection(args: argparse.Namespace) -> int:
-    from torchpulse.analysis import evaluation
+    from torchpulse.evaluation import run as evaluation
 
     check_outputs(args, files=("output",), folders=("keep",))
     options = evaluation.Options(

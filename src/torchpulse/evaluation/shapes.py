@@ -21,17 +21,15 @@ as an asv project of their own, which ``torchpulse alert`` reads like any other.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from torchpulse.analysis import synthetic
-from torchpulse.analysis.detect import _Tester
-from torchpulse.files import write_json_atomically
-from torchpulse.results import asv_results
+from torchpulse.analysis.detect import best_split as detector_best_split
+from torchpulse.evaluation import project
+from torchpulse.evaluation.synthetic import PARAMS_PER_BENCHMARK
 
 NULL_SHAPES = ("count", "constant", "coarse", "heavy", "bimodal", "missing")
 STEP_SIZES = (0.02, 0.05, 0.20)  # relative steps planted on every noisy shape
@@ -131,7 +129,7 @@ def plan(commits: int, per_cell: int, rng: np.random.Generator,
 
     def add(shape: str, change: str, size: float = 0.0, at: int = -1, end: int = -1) -> None:
         i = sum(t.shape == shape for t in truths)
-        group = i // synthetic.PARAMS_PER_BENCHMARK
+        group = i // PARAMS_PER_BENCHMARK
         name = f"shapes.{shape.capitalize()}.track_{shape}" + (f"_g{group}" if group else "")
         truths.append(ShapeTruth(name, repr(str(i)), shape, change, size, at, end))
 
@@ -166,8 +164,7 @@ def best_split(values: Sequence[float | None]) -> int:
     location an oracle that knows there is exactly one change would give. No detector
     locates a step more often than this does, on average, on data like these."""
     where = [i for i, v in enumerate(values) if v is not None]
-    x = np.array([values[i] for i in where], dtype=float)
-    return where[_Tester(x, 1.0, 1).best_split(0, len(x))]
+    return where[detector_best_split(np.array([values[i] for i in where], dtype=float))]
 
 
 def groups(truths: list[ShapeTruth]) -> Iterator[tuple[str, list[ShapeTruth]]]:
@@ -183,29 +180,14 @@ def build(path: Path, *, commits: int = 100, per_cell: int = 40, seed: int = 0,
     """Write the family as an asv project into the empty directory ``path``; return its
     truth (also saved as ``truth.json``, where no detector looks)."""
     rng = np.random.default_rng([seed, 34])
-    shas = synthetic._git_repo(path, commits)
+    shas = project.git_repo(path, commits)
     truths = plan(commits, per_cell, rng, nulls)
-    (path / "asv.conf.json").write_text(json.dumps(synthetic.CONF, indent=2) + "\n")
-    machine_info = {"machine": synthetic.MACHINE, "arch": "x86_64", "cpu": "synthetic",
-                    "num_cpu": "2", "os": "Linux", "ram": "1", "version": 1}
-    results_dir = path / "results"
-    write_json_atomically(results_dir / synthetic.MACHINE / "machine.json", machine_info)
-    benchmarks = {name: {"name": name, "params": [[t.param for t in ts]],
-                         "param_names": ["series"], "type": "track", "unit": "unit",
-                         "version": "1", "code": "", "timeout": 60.0}
-                  for name, ts in groups(truths)}
-    write_json_atomically(results_dir / "benchmarks.json", {**benchmarks, "version": 2})
     drawn = {name: [draw(t, commits, rng) for t in ts] for name, ts in groups(truths)}
-    params = {k: v for k, v in machine_info.items() if k != "version"} | {"python": "3.11"}
-    for c, sha in enumerate(shas):
-        results = asv_results.new(params, sha, (1_700_000_000 + c * 3600) * 1000, "3.11",
-                                  synthetic.ENV)
+
+    def rows(c: int) -> project.Rows:
         for name, series in drawn.items():
-            asv_results.add(results, name, "1", benchmarks[name]["params"],
-                            [d.values[c] for d in series],
-                            [d.samples[c] or None for d in series],
-                            duration=synthetic.JOB_SECONDS)
-        asv_results.save(results, results_dir,
-                         asv_results.filename(synthetic.MACHINE, sha, synthetic.ENV))
-    (path / "truth.json").write_text(json.dumps([asdict(t) for t in truths]) + "\n")
+            yield name, [d.values[c] for d in series], [d.samples[c] or None for d in series]
+
+    project.write(path, shas, {name: project.declare([t.param for t in ts], "track", "unit")
+                               for name, ts in groups(truths)}, rows, truths)
     return truths

@@ -15,20 +15,16 @@ second measurement of a step seen in one run.
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from torchpulse.files import write_json_atomically
+from torchpulse.evaluation import project
+from torchpulse.evaluation.project import ENV, JOB_SECONDS, MACHINE, history
 from torchpulse.results import asv_results
 
-MACHINE = "synthetic"
-JOB_SECONDS = 1.0  # what each benchmark's asv job is said to have taken
-ENV = "synthetic"
 STEP_SIZES = (0.02, 0.03, 0.05, 0.10, 0.20)
 DISTANCES = (1, 2, 3, 5, 10, 20)  # commits at the new level, the step's own commit included
 NOISE_CVS = (0.01, 0.02, 0.03)
@@ -158,29 +154,6 @@ def plan(per_cell: int, noise_series: int, commits: int, rng: np.random.Generato
     return truths
 
 
-def _git_repo(path: Path, commits: int) -> list[str]:
-    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
-    stream = []
-    for i in range(commits):
-        message = f"synthetic commit {i}\n"
-        stream.append(f"commit refs/heads/main\nmark :{i + 1}\n"
-                      f"committer Synthetic <synthetic@example.invalid> {1_700_000_000 + i * 3600}"
-                      f" +0000\ndata {len(message)}\n{message}")
-        if i:
-            stream.append(f"from :{i}\n")
-        stream.append("\n")
-    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet"],
-                   input="".join(stream), text=True, check=True)
-    return history(path)
-
-
-CONF = {
-    "version": 1, "project": "synthetic", "repo": ".", "branches": ["main"], "dvcs": "git",
-    "environment_type": "virtualenv", "benchmark_dir": "benchmarks",
-    "results_dir": "results", "html_dir": "html",
-}
-
-
 def build(path: Path, *, commits: int = 60, per_cell: int = 40, noise_series: int = 400,
           seed: int = 0, noise: NoiseModel | None = None, kinds: tuple[str, ...] = KINDS,
           sizes: tuple[float, ...] = STEP_SIZES,
@@ -190,35 +163,22 @@ def build(path: Path, *, commits: int = 60, per_cell: int = 40, noise_series: in
     ``distances`` choose the planted steps (every combination, per noise level)."""
     noise = noise or NoiseModel()
     rng = np.random.default_rng(seed)
-    shas = _git_repo(path, commits)
+    shas = project.git_repo(path, commits)
     truths = plan(per_cell, noise_series, commits, rng, kinds, sizes, distances,
                   extra=np.random.default_rng([seed, 1]))
-    (path / "asv.conf.json").write_text(json.dumps(CONF, indent=2) + "\n")
-    machine_info = {"machine": MACHINE, "arch": "x86_64", "cpu": "synthetic", "num_cpu": "2",
-                    "os": "Linux", "ram": "1", "version": 1}
-    results_dir = path / "results"
-    write_json_atomically(results_dir / MACHINE / "machine.json", machine_info)
-
     by_bench: dict[str, list[Truth]] = {}
     for t in truths:
         by_bench.setdefault(t.benchmark, []).append(t)
-    benchmarks = {name: {"name": name, "params": [[t.param for t in ts]],
-                         "param_names": ["series"], "type": "time", "unit": "seconds",
-                         "version": "1", "code": "", "timeout": 60.0}
-                  for name, ts in by_bench.items()}
-    write_json_atomically(results_dir / "benchmarks.json", {**benchmarks, "version": 2})
-
     samples = {name: np.stack([_samples(_levels(t, commits), t.cv, noise, rng) for t in ts])
                for name, ts in by_bench.items()}  # (series, commits, samples)
-    params = {k: v for k, v in machine_info.items() if k != "version"} | {"python": "3.11"}
-    for c, sha in enumerate(shas):
-        results = asv_results.new(params, sha, (1_700_000_000 + c * 3600) * 1000, "3.11", ENV)
+
+    def rows(c: int) -> project.Rows:
         for name, values in samples.items():
-            rows = values[:, c, :].tolist()
-            asv_results.add(results, name, "1", benchmarks[name]["params"],
-                            [float(np.median(r)) for r in rows], rows, duration=JOB_SECONDS)
-        asv_results.save(results, results_dir, asv_results.filename(MACHINE, sha, ENV))
-    (path / "truth.json").write_text(json.dumps([asdict(t) for t in truths]) + "\n")
+            drawn = values[:, c, :].tolist()
+            yield name, [float(np.median(r)) for r in drawn], drawn
+
+    project.write(path, shas, {name: project.declare([t.param for t in ts], "time", "seconds")
+                               for name, ts in by_bench.items()}, rows, truths)
     return truths
 
 
@@ -248,10 +208,3 @@ def remeasure(path: Path, truths: list[Truth], commits: list[str], benchmarks: s
             redrawn += len(ts)
         asv_results.save(results, path / "results", relative)
     return redrawn
-
-
-def history(path: Path) -> list[str]:
-    """The project's commits, oldest first."""
-    out = subprocess.run(["git", "-C", str(path), "rev-list", "--reverse", "main"],
-                         capture_output=True, text=True, check=True).stdout
-    return out.split()
