@@ -8,7 +8,8 @@ import time
 
 T0 = time.perf_counter()
 
-from torchpulse.analysis import alert, report  # noqa: E402 (timed: the imports are a phase)
+from torchpulse import reports  # noqa: E402
+from torchpulse.analysis import alert  # noqa: E402 (timed: the imports are a phase)
 from torchpulse.analysis import verdicts as verdicts_cache  # noqa: E402
 from torchpulse.analysis.disturbance import assess  # noqa: E402
 from torchpulse.analysis.series import load_series  # noqa: E402
@@ -36,7 +37,7 @@ def main() -> None:
     found = alert.evaluate(series, history, off_branch_files=off_branch, canary=canary,
                            cache=verdicts_cache.Cache(where))
     phase("verdicts (cache or analysis)")
-    report.render(found, "json")
+    reports.render(found, "json")
     phase("JSON report")
     print(f"{'total':<28} {time.perf_counter() - T0:6.2f} s")
 

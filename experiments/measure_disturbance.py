@@ -26,9 +26,9 @@ import time
 
 from torchpulse.analysis import disturbance
 from torchpulse.analysis.alert import REGRESSION, evaluate
-from torchpulse.analysis.report import counts
 from torchpulse.analysis.series import load_series
 from torchpulse.fleet.node import commit_line
+from torchpulse.reports.phrases import counts
 from torchpulse.results.project import Project
 
 WINDOW = "hog-window.json"  # the hog's start and end (ms), for --analyse-only

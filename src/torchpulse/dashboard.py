@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchpulse.analysis import alert, ledger, remeasure, report
+from torchpulse import reports
+from torchpulse.analysis import alert, ledger, remeasure
 from torchpulse.analysis.alert import TOO_FEW, Report
 from torchpulse.analysis.defaults import DEFAULT_NEWEST, REMEASURE_PASSES
 from torchpulse.analysis.settings import DEFAULTS, Settings
@@ -70,7 +71,7 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        if any(a.direction == "regression" for a in self.report.alerts):
+        if self.report.regressions:
             return 1
         return EXIT_BENCHMARK_FAILED if self.failed else 0
 
@@ -228,10 +229,10 @@ def _run(project: Project, options: Options, asv: Asv, say: Callable[[str], None
     say("== regression alerts")
     found = alert.run(project, machine=options.machine, branch=options.branch,
                       since=options.since, confirmed=done, settings=options.settings)
-    say(report.render(found, "text").rstrip("\n"))
+    say(reports.render(found, "text").rstrip("\n"))
     if options.alert_output:
         write_text_atomically(Path(options.alert_output),
-                              report.render(found, options.alert_format))
+                              reports.render(found, options.alert_format))
     outcome = Outcome(found, tuple(commits), failed, _unjudged(found, set(commits)))
     count, again = outcome.unjudged
     if count:

@@ -10,8 +10,8 @@ import pytest
 from asv.results import Results
 from clirun import exit_code
 
+from torchpulse import reports
 from torchpulse.analysis import disturbance, summary
-from torchpulse.analysis import report as report_formats
 from torchpulse.analysis.alert import OK, REGRESSION, evaluate
 from torchpulse.analysis.detect import Point
 from torchpulse.analysis.series import Series, SeriesKey
@@ -313,7 +313,7 @@ def test_disturbed_points_cannot_fake_a_regression():
     assert checked.status == OK and not report.alerts
     assert checked.disturbed == ("c8", "c9")
     assert checked.commits == n - 2
-    assert "newest commit measured on a disturbed machine" in checked.status_text()
+    assert "newest commit measured on a disturbed machine" in reports.phrases.status_text(checked)
     # the same points with a quiet canary: the step is real, and reported
     quiet, found = disturbance.assess([canary([LEVEL] * (n + 1), [100 * i for i in
                                                                   range(1, n + 2)]), series])
@@ -335,23 +335,23 @@ def test_a_step_behind_a_disturbed_commit_is_located_to_a_range():
     assert alert.ratio == pytest.approx(1.5, rel=0.01)
     # every format says the step may lie at the disturbed commits too, and how to find it
     assert alert.disturbed_before == ("c8", "c9") and alert.culprits == ("c10",)
-    text = report_formats.to_text(report)
+    text = reports.to_text(report)
     assert "2 commit(s) before it measured on a disturbed machine; find the culprit: " \
         "torchpulse bisect c7 c10 " in text, text
-    data = json.loads(report_formats.to_json(report))["alerts"][0]
+    data = json.loads(reports.to_json(report))["alerts"][0]
     assert data["disturbed_before"] == ["c8", "c9"] and data["unmeasured_commits"] == 2
     assert data["bisect"].startswith("torchpulse bisect c7 c10 ")
     assert "2 commit(s) before `c10` measured on a disturbed machine" in \
-        report_formats.to_markdown(report)
+        reports.to_markdown(report)
     assert "at c10 or at c8, c9 (measured on a disturbed machine)" in \
-        report_formats.to_github(report)
+        reports.to_github(report)
     (row,) = page._alert_rows([alert], {}, {})
     assert 'title="c8">c8</code>, <code title="c9">c9</code> between, measured on a ' \
         "disturbed machine" in row
     # and a step whose own commit ran undisturbed names nothing more
     plain = evaluate([workload(values, [None] * n)], _history(n))
     assert plain.alerts[0].disturbed_before == ()
-    assert "disturbed" not in report_formats.to_text(plain).split("status:")[0]
+    assert "disturbed" not in reports.to_text(plain).split("status:")[0]
 
 
 def _timed_project(path, slow: bool, late_from: int = 2, slow_only: int | None = None):

@@ -7,8 +7,8 @@ import pytest
 
 from torchpulse.analysis.alert import evaluate
 from torchpulse.analysis.detect import Point
-from torchpulse.analysis.report import render
 from torchpulse.analysis.series import Series, SeriesKey
+from torchpulse.reports import render
 from torchpulse.results.gitrepo import History
 
 HOSTILE = "<script>alert(1)</script>|`x`\x1b[31mred\x1b]0;title\x07"

@@ -118,7 +118,7 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     assert "-2 calls captured" in text
     assert "1,300 kernels -> 1,400 kernels" in text
     # a count whose median per call is not whole is still printed in full
-    from torchpulse.analysis.report import human
+    from torchpulse.reports.phrases import human
     assert human(64_944_792.5, "instructions") == "64,944,792 instructions"
     assert human(1_300.25, "kernels") == "1,300 kernels"
     # the functions behind the instruction step, largest growth first, names made printable

@@ -14,6 +14,7 @@ from torchpulse.analysis.detect import Noise, Point, SeriesVerdict
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.cli import main
 from torchpulse.evaluation import synthetic
+from torchpulse.reports.phrases import status_text
 from torchpulse.results.project import Project
 from torchpulse.site import page as summary_page
 
@@ -95,17 +96,18 @@ def test_row_change_notable_status():
     assert not row(latest=1.03).notable  # 0.030 < 0.042
     too_few = row(commits=3, status="too few commits")
     assert too_few.noise is None and not too_few.notable
-    assert too_few.status_text() == "too few commits (3 of 5)"
+    assert status_text(too_few.checked) == "too few commits (3 of 5)"
     assert row().status == "ok"
     unstable = row(noise=Noise(0.1, None, math.inf, True), status="unstable")
-    assert unstable.status_text() == ("unstable (smallest detectable step inf; not within the "
-                                      "threshold at this noise)")
+    assert status_text(unstable.checked) == (
+        "unstable (smallest detectable step inf; not within the threshold at this noise)")
     reachable = row(noise=Noise(0.015, None, 0.053, True, reach=6), status="unstable")
-    assert reachable.status_text() == ("unstable (smallest detectable step 5.3%; within the "
-                                       "threshold from 6 commits at this noise)")
+    assert status_text(reachable.checked) == (
+        "unstable (smallest detectable step 5.3%; within the threshold from 6 commits at this "
+        "noise)")
     toggling = row(noise=Noise(0.1, None, 0.2, True, toggling=True), status="unstable")
-    assert toggling.status_text() == ("unstable (toggles between levels, smallest detectable "
-                                      "step 20.0%)")
+    assert status_text(toggling.checked) == (
+        "unstable (toggles between levels, smallest detectable step 20.0%)")
 
 
 def test_hash_url_matches_asvs_format():

@@ -118,54 +118,14 @@ class Checked:
         flags = disturbed_of(self.series.points)
         return bool(len(flags)) and bool(flags[-1])
 
-    def disturbed_text(self) -> str:
-        """'' or what the disturbed points mean for this series' verdict."""
-        n = len(self.disturbed)
-        if not n:
-            return ""
-        if self.newest_disturbed:
-            return ("newest commit measured on a disturbed machine: not counted, re-measure it"
-                    + (f" ({n} such commits)" if n > 1 else ""))
-        return f"{n} commit{'s' if n > 1 else ''} measured on a disturbed machine, not counted"
-
     @property
     def needed(self) -> int:
         """Commits the series needs for a verdict: an exact counter needs no noise estimate."""
         return needed(self.series)
 
-    def status_text(self) -> str:
-        """The status with what qualifies it: commits so far, the detectable step, the
-        commits measured on a disturbed machine."""
-        disturbed = self.disturbed_text()
-        return self._status_text() + (f"; {disturbed}" if disturbed else "")
-
-    def _status_text(self) -> str:
-        if self.status == TOO_FEW:
-            return f"{TOO_FEW} ({self.commits} of {self.needed})"
-        if self.status == UNSTABLE:
-            noise = self.verdict.noise
-            if noise.toggling:
-                return f"{UNSTABLE} (toggles between levels, smallest detectable step " \
-                       f"{percent(noise.mde)})"
-            reach = (f"within the threshold from {noise.reach} commits at this noise"
-                     if noise.reach is not None else "not within the threshold at this noise")
-            return f"{UNSTABLE} (smallest detectable step {percent(noise.mde)}; {reach})"
-        if self.status == REGRESSION and self.alert is not None and self.alert.noisy:
-            return (f"{REGRESSION} (noisy series: the step exceeds its smallest detectable "
-                    f"step {percent(self.verdict.noise.mde)})")
-        return self.status
-
-
 def needed(series: Series) -> int:
     """Commits ``series`` needs before it gets a verdict."""
     return exact.MIN_POINTS if series.rule == EXACT else MIN_POINTS
-
-
-def percent(value: float | None, digits: int = 1) -> str:
-    """A fraction as a percentage: "-" when unknown, "inf" when infinite."""
-    if value is None:
-        return "-"
-    return "inf" if math.isinf(value) else f"{value * 100:.{digits}f}%"
 
 
 @dataclass(frozen=True)
@@ -203,6 +163,11 @@ class Report:
     @property
     def series_count(self) -> int:
         return len(self.checked)
+
+    @property
+    def regressions(self) -> list[Alert]:
+        """The alerts that are regressions (with --history, improvements are alerts too)."""
+        return [a for a in self.alerts if a.direction == "regression"]
 
     def count(self, status: str) -> int:
         return sum(c.status == status for c in self.checked)

@@ -43,9 +43,14 @@ class SeriesKey:
     machine: str
     env: str
 
+    @property
+    def name(self) -> str:
+        """The series' name as asv shows it: 'bench.Class.time_x(p1, p2)'."""
+        return self.benchmark + (f"({', '.join(self.params)})" if self.params else "")
+
     def label(self) -> str:
-        shown = f"({', '.join(self.params)})" if self.params else ""
-        return f"{self.benchmark}{shown} [{self.machine}/{self.env}]"
+        """Its name with where it was measured: 'bench.Class.time_x(p) [machine/env]'."""
+        return f"{self.name} [{self.machine}/{self.env}]"
 
 
 @dataclass

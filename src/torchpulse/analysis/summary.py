@@ -70,9 +70,6 @@ class Row:
     def status(self) -> str:
         return self.checked.status
 
-    def status_text(self) -> str:
-        return self.checked.status_text()
-
     @property
     def change(self) -> float | None:
         if not self.previous:  # none, or zero (a failure rate): no relative change

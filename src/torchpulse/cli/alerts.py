@@ -32,7 +32,9 @@ from torchpulse.cli.args import (
 
 
 def cmd_alert(args: argparse.Namespace) -> int:
-    from torchpulse.analysis import alert, ledger, report
+    from torchpulse import reports
+    from torchpulse.analysis import alert, ledger
+    from torchpulse.reports.phrases import what_text
 
     check_outputs(args, files=("output",))
     found = alert.run(project(args), machine=args.machine, branch=args.branch,
@@ -40,13 +42,11 @@ def cmd_alert(args: argparse.Namespace) -> int:
                       history_mode=args.history,
                       confirmed=ledger.read_ledger(Path(args.confirmed))
                       if args.confirmed else None)
-    write_output(report.render(found, args.format), args.output)
+    write_output(reports.render(found, args.format), args.output)
     if args.output:
-        note("alert", f"{len(found.alerts)} "
-                      f"{'change points' if args.history else 'active regressions'} in "
-                      f"{found.series_count} series; report written to {args.output}")
-    regressions = [a for a in found.alerts if a.direction == "regression"]
-    return EXIT_FAILED if regressions and not args.history else EXIT_OK
+        note("alert", f"{len(found.alerts)} {what_text(found)} in {found.series_count} series; "
+                      f"report written to {args.output}")
+    return EXIT_FAILED if found.regressions and not args.history else EXIT_OK
 
 
 def cmd_disturbed(args: argparse.Namespace) -> int:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 from torchpulse.analysis import sequential
-from torchpulse.analysis.report import human
 from torchpulse.culprit.bisect import Bisection, odds
 from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
+from torchpulse.reports.phrases import human
 from torchpulse.text import markdown_cell, printable, workflow_data
 
 

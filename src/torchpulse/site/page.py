@@ -11,21 +11,23 @@ from urllib.parse import quote
 from torchpulse.analysis.alert import STATUSES, Alert, Report
 from torchpulse.analysis.detect import MIN_POINTS
 from torchpulse.analysis.exact import MIN_POINTS as EXACT_POINTS
-from torchpulse.analysis.report import (
+from torchpulse.analysis.series import COUNT, SeriesKey
+from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
+from torchpulse.reports.phrases import (
     after_text,
     canary_lines,
     change,
     counts,
     function_lines,
     human,
+    p_text,
     qualifiers,
     reach_text,
     repro_command,
+    status_text,
     thresholds_text,
     upper_first,
 )
-from torchpulse.analysis.series import COUNT, SeriesKey
-from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 from torchpulse.site import sparkline
 from torchpulse.site.names import ALERTS_JSON, PAGE  # noqa: F401 (page.PAGE, as before)
 
@@ -110,7 +112,7 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
                 charts: dict[SeriesKey, str]) -> list[str]:
     rows = []
     for a in alerts:
-        name = a.key.benchmark + (f"({', '.join(a.key.params)})" if a.key.params else "")
+        name = a.key.name
         url = _hash_url(a.key, names.get(a.key.benchmark, ()))
         rows.append(
             f'<tr class="alert"><td class="num {"up" if a.ratio > 1 else "down"}">'
@@ -132,7 +134,7 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
                if a.functions else "") + "</td>"
             f'<td class="num">{escape(human(a.before, a.unit))}</td>'
             f'<td class="num">{escape(human(a.after, a.unit))}</td>'
-            f'<td class="num">{"n/a" if a.pvalue is None else f"{a.pvalue:.2g}"}</td></tr>')
+            f'<td class="num">{p_text(a)}</td></tr>')
     return rows
 
 
@@ -160,7 +162,7 @@ def _series_row(row: Row, show_env: bool, chart: str) -> str:
             f"{latest}{change_cell}"
             f'<td class="num">{cv}</td><td class="num">{mde}</td>'
             f'<td class="num">{row.commits}</td>'
-            f'<td class="status {status_cls}">{escape(row.status_text())}</td></tr>')
+            f'<td class="status {status_cls}">{escape(status_text(row.checked))}</td></tr>')
 
 
 def _described(info: dict[str, str]) -> str:
@@ -237,7 +239,7 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
 
 def render(summary: Summary) -> str:
     report = summary.report
-    regressions = [a for a in report.alerts if a.direction == "regression"]
+    regressions = report.regressions
     verdict = (f'<p class="regression">{len(regressions)} active regression(s).</p>'
                if regressions else "<p>No regression is active at the newest commit.</p>")
     body = [

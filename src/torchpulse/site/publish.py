@@ -71,7 +71,7 @@ def _summarise(project: Project, settings: dict[str, object] | None = None
 
 
 def _write_summary(out: Path, summary: Summary | None, error: str | None) -> None:
-    from torchpulse.analysis.report import to_json
+    from torchpulse.reports.json_format import to_json
     from torchpulse.site import page
 
     if summary is None:

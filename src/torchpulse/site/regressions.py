@@ -26,9 +26,9 @@ from asv.graph import Graph
 
 from torchpulse.analysis.alert import Alert, Report
 from torchpulse.analysis.columns import values_of
-from torchpulse.analysis.report import change, human
 from torchpulse.analysis.series import Series
 from torchpulse.files import write_atomically, write_json_atomically
+from torchpulse.reports.phrases import change, human, p_text
 
 JSON = "regressions.json"
 FEED = "regressions.xml"
@@ -69,8 +69,7 @@ def _entry(alert: Alert, series: Series, index: dict, revision: dict[str, int],
     else:
         jump = [None, revision[alert.commit]]
     shown = {k: v for k, v in full.items() if len(index["params"].get(k) or []) > 1}
-    name = alert.key.benchmark + (f"({', '.join(alert.key.params)})" if alert.key.params
-                                  else "")
+    name = alert.key.name
     values = values_of(series.points).tolist()
     return [name, Graph.get_file_path(full, alert.key.benchmark) + ".json", shown, j,
             values[-1], min(values), [[*jump, alert.before, alert.after]]]
@@ -91,7 +90,7 @@ def _feed_entry(alert: Alert, row: list, index: dict) -> FeedEntry:
     if rev1 is not None and (alert.disturbed_before or alert.drifts):
         commits = f"{alert.previous_commit[:8]}..{alert.last[:8]}"
     summary = (f'<a href="{html.escape(link)}">{html.escape(change(alert))} regression</a> '
-               f"in {html.escape(commits)} (torchpulse alert, p={alert.pvalue:.2g}).<br>"
+               f"in {html.escape(commits)} (torchpulse alert, p={p_text(alert)}).<br>"
                f"Now {html.escape(human(alert.after, alert.unit))}, before "
                f"{html.escape(human(alert.before, alert.unit))}.")
     return FeedEntry(f"{change(alert)} {name}", when, link, summary,

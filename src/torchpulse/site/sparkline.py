@@ -10,7 +10,7 @@ from html import escape
 
 from torchpulse.analysis.alert import Checked
 from torchpulse.analysis.columns import undisturbed, values_of
-from torchpulse.analysis.report import human
+from torchpulse.reports.phrases import human
 
 WIDTH, HEIGHT = 150, 34  # px, the size of a line of the table
 PAD = 3  # px around the plot, so dots on the edge stay whole
