@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from torchpulse.analysis.detect import Point, analyse
+from torchpulse.analysis.detector import Point, analyse
 from torchpulse.evaluation import shapes
 
 

@@ -142,14 +142,44 @@ def _private_reaches(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_module_reaches_into_another_ones_private_names(path):
     """A private name is a module's own business: what another module needs is made public
-    (shapes.py imported detect._Tester for its best split; detect.best_split now)."""
+    (evaluation's shapes.py imported the detector's _Tester for its best split; the detector
+    exports best_split now)."""
     assert _private_reaches(path) == []
 
 
 def test_the_private_name_check_sees_both_ways_in(tmp_path):
     sample = tmp_path / "m.py"
-    sample.write_text("from torchpulse.analysis.detect import _Tester\n"
-                      "from torchpulse.analysis import detect\nx = detect._segment\n"
-                      "y = detect.__name__\n")
-    assert _private_reaches(sample) == ["from torchpulse.analysis.detect import _Tester",
-                                        "detect._segment (line 3)"]
+    sample.write_text("from torchpulse.analysis.detector.changes import _active\n"
+                      "from torchpulse.analysis.detector import changes\nx = changes._segmented\n"
+                      "y = changes.__name__\n")
+    assert _private_reaches(sample) == ["from torchpulse.analysis.detector.changes import _active",
+                                        "changes._segmented (line 3)"]
+
+
+SMALL = ("analysis", "reports", "evaluation")  # the stages held to a newcomer's reading size
+
+
+@pytest.mark.parametrize("path", [p for p in sources()
+                                  if p.relative_to(PACKAGE).parts[0] in SMALL],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_analysis_reports_and_evaluation_read_in_small_pieces(path):
+    """No module there over 400 lines, no function over 60: a newcomer reads one at a time
+    (detect.py was 785 lines, its analyse 117)."""
+    text = path.read_text()
+    assert len(text.splitlines()) <= 400
+    long = [f"{node.name}: {node.end_lineno - node.lineno + 1} lines"
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.end_lineno - node.lineno + 1 > 60]
+    assert long == []
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_detector_is_read_through_its_package(path):
+    """analysis/detector/ has one door: what the rest of torchpulse uses of it, its
+    __init__ exports; its modules are its own business."""
+    if path.relative_to(PACKAGE).parts[:2] == ("analysis", "detector"):
+        return
+    inside = sorted(n for n in imports(path)
+                    if n.startswith("torchpulse.analysis.detector."))
+    assert inside == []

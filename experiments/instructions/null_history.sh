@@ -36,7 +36,7 @@ null_change() {
                "$((i + 1))" >> tests/test_layout.py ;;
         4) printf '\n\ndef _null_helper_%s(value: int) -> int:\n    """A helper added by null change %s."""\n    return value + %s\n' \
                "$i" "$i" "$i" >> src/torchpulse/workloads.py ;;
-        5) printf '\n# null change %s\n' "$i" >> src/torchpulse/analysis/detect.py ;;
+        5) printf '\n# null change %s\n' "$i" >> src/torchpulse/analysis/detector/changes.py ;;
         6) sed -i "0,/^\"\"\"/s//\"\"\"Null change $i. /" src/torchpulse/autograd/ppl.py ;;
         7) printf '\nNull change %s.\n' "$i" >> README.md ;;
         8) printf '\n\ndef _null_helper_%s() -> str:\n    return "null change %s"\n' "$i" "$i" \

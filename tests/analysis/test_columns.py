@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from torchpulse.analysis import disturbance, verdicts
 from torchpulse.analysis.columns import PointColumns, disturbed_of, undisturbed, values_of
-from torchpulse.analysis.detect import Point
+from torchpulse.analysis.detector import Point
 from torchpulse.analysis.series import Series, SeriesKey, load_series
 from torchpulse.evaluation import project as evaluation_project
 from torchpulse.files import write_json_atomically

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from torchpulse.analysis import confirm, ledger, summary
 from torchpulse.analysis.alert import REGRESSION, evaluate
-from torchpulse.analysis.detect import Point
+from torchpulse.analysis.detector import Point
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.evaluation import detectors, synthetic
 from torchpulse.results import asv_results

@@ -5,20 +5,13 @@ import math
 import numpy as np
 import pytest
 
-from torchpulse.analysis import detect
-from torchpulse.analysis.detect import (
-    MAD_TO_SD,
+from torchpulse.analysis.detector import MAD_TO_SD, Point, analyse, benjamini_hochberg, significance
+from torchpulse.analysis.detector.noise import find_spikes, heavy_tailed, resolution, spread
+from torchpulse.analysis.detector.significance import (
     REACH_CAP,
-    Point,
-    analyse,
-    benjamini_hochberg,
     commits_to_reach,
-    find_spikes,
-    heavy_tailed,
     max_split_pvalue,
     mde_factor,
-    resolution,
-    spread,
 )
 
 
@@ -45,9 +38,9 @@ def test_the_written_out_power_z_is_scipys_and_scipy_waits_for_its_first_use():
 
     from scipy import stats
 
-    assert detect.POWER_Z == stats.norm.ppf(0.8)
+    assert significance.POWER_Z == stats.norm.ppf(0.8)
     code = ("import sys, torchpulse.analysis.alert as a; print('scipy.stats' in sys.modules); "
-            "from torchpulse.analysis import detect; detect.critical_z(20, 0.01); "
+            "from torchpulse.analysis.detector import significance as s; s.critical_z(20, 0.01); "
             "print('scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
@@ -481,7 +474,7 @@ def test_a_clear_step_on_a_coarse_timer_is_always_listed():
 def test_run_levels_are_each_points_level_and_spread_computed_at_once():
     """The vectorised path gives the per-point methods' numbers exactly, for series of equal
     sample counts, mixed counts, no samples, zeros (linear) and unusable samples."""
-    from torchpulse.analysis.detect import run_levels
+    from torchpulse.analysis.detector.noise import run_levels
 
     rng = np.random.default_rng(5)
     series = []
@@ -511,7 +504,7 @@ def test_run_levels_are_each_points_level_and_spread_computed_at_once():
 
 
 def test_the_running_median_winsorises_as_one_median_a_commit():
-    from torchpulse.analysis.detect import winsorise_running
+    from torchpulse.analysis.detector.noise import winsorise_running
 
     def reference(levels, cut, news):
         n, out = len(levels), levels.copy()

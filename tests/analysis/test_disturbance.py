@@ -13,7 +13,7 @@ from clirun import exit_code
 from torchpulse import reports
 from torchpulse.analysis import disturbance, summary
 from torchpulse.analysis.alert import OK, REGRESSION, evaluate
-from torchpulse.analysis.detect import Point
+from torchpulse.analysis.detector import Point
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.evaluation import synthetic
 from torchpulse.results.gitrepo import History

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from torchpulse.analysis.alert import evaluate
-from torchpulse.analysis.detect import Point
+from torchpulse.analysis.detector import Point
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.reports import render
 from torchpulse.results.gitrepo import History

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from torchpulse.analysis import exact, summary
-from torchpulse.analysis.detect import Point
+from torchpulse.analysis import summary
+from torchpulse.analysis.detector import Point, exact
 from torchpulse.cli import main
 from torchpulse.evaluation import project as evaluation_project
 from torchpulse.files import write_json_atomically

@@ -10,7 +10,7 @@ from asv.results import Results
 
 from torchpulse.analysis import summary
 from torchpulse.analysis.alert import Checked
-from torchpulse.analysis.detect import Noise, Point, SeriesVerdict
+from torchpulse.analysis.detector import Noise, Point, SeriesVerdict
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.cli import main
 from torchpulse.evaluation import synthetic

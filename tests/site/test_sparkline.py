@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from torchpulse.analysis.alert import Checked
-from torchpulse.analysis.detect import Point, analyse
+from torchpulse.analysis.detector import Point, analyse
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.site import sparkline
 

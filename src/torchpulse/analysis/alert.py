@@ -10,16 +10,14 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchpulse.analysis import exact
+from torchpulse.analysis import detector
 from torchpulse.analysis import verdicts as verdicts_cache
 from torchpulse.analysis.columns import disturbed_of, undisturbed
-from torchpulse.analysis.detect import (
-    MIN_POINTS,
+from torchpulse.analysis.detector import (
     ChangePoint,
     Drift,
     Regression,
     SeriesVerdict,
-    analyse,
     benjamini_hochberg,
 )
 from torchpulse.analysis.disturbance import Canary, assess
@@ -70,7 +68,7 @@ class Alert:
     # again (the confirmation ledger, torchpulse.analysis.confirm)
     confirmed: bool = False
     # (first, last) commits of each drift in the rise: the level rose over those commits
-    # rather than at one of them (torchpulse.analysis.drift)
+    # rather than at one of them (torchpulse.analysis.detector.drift)
     drifts: tuple[tuple[str, str], ...] = ()
     through: str = ""  # the newest commit the rise spans, when a drift ends after the culprits
     # on an instruction series: the functions whose own instructions grew most from
@@ -125,7 +123,7 @@ class Checked:
 
 def needed(series: Series) -> int:
     """Commits ``series`` needs before it gets a verdict."""
-    return exact.MIN_POINTS if series.rule == EXACT else MIN_POINTS
+    return detector.least_points(series.rule == EXACT)
 
 
 @dataclass(frozen=True)
@@ -214,11 +212,10 @@ def _behind(series: Series, alert: Alert) -> Alert:
 
 
 def _analyse(series: Series, settings: Settings) -> SeriesVerdict:
-    points = list(series.points)  # Points: the detector reads them one by one
-    if series.rule == EXACT:
-        return exact.analyse(points)
-    return analyse(points, alpha=settings.alpha, threshold=settings.threshold_for(series.rule),
-                   floor=settings.noise_floor)
+    # Points: the detector reads them one by one
+    return detector.verdict(list(series.points), exact_counter=series.rule == EXACT,
+                            alpha=settings.alpha, threshold=settings.threshold_for(series.rule),
+                            floor=settings.noise_floor)
 
 
 def _status(verdict: SeriesVerdict, points: int, alert: Alert | None, least: int) -> str:
@@ -236,7 +233,7 @@ def evaluate(series: list[Series], history: History, *, settings: Settings = DEF
     """Run detection on every series and give each its status (``cache``: verdicts of
     series unchanged since they were stored, torchpulse.analysis.verdicts): a series of counted work
     (instructions) with the settings' count threshold for its threshold, an exact counter by
-    torchpulse.analysis.exact (any increase). Points flagged disturbed
+    torchpulse.analysis.detector.exact (any increase). Points flagged disturbed
     are left out of detection (an alert after one names the range from the last undisturbed
     commit). Active regressions pass a Benjamini-Hochberg step at false-discovery rate
     ``settings.alpha`` over all series checked, so a tree of a thousand quiet series does not raise

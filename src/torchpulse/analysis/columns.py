@@ -1,6 +1,6 @@
 """A series' points as columns: what the results index loads, a few arrays a series instead
 of a Python object a point (a history of a thousand commits of 400 series is 400,000
-points), read as a sequence of detect.Point made on demand.
+points), read as a sequence of detector.Point made on demand.
 
 The analysis reads points as Points; the commands' hot paths (the canary's flags, leaving
 disturbed points out, the verdict cache's digest, counts) use the columns directly. Samples
@@ -15,7 +15,7 @@ from typing import overload
 
 import numpy as np
 
-from torchpulse.analysis.detect import Point
+from torchpulse.analysis.detector import Point
 
 
 class PointColumns(Sequence[Point]):

@@ -17,7 +17,7 @@ reported as one (torchpulse.analysis.ledger).
 from __future__ import annotations
 
 from torchpulse.analysis.alert import Checked, Report
-from torchpulse.analysis.detect import Point
+from torchpulse.analysis.detector import Point
 from torchpulse.analysis.disturbance import Remeasure
 from torchpulse.analysis.ledger import NAME, Ledger
 

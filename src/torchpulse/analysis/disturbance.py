@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchpulse.analysis.columns import PointColumns, disturbed_of
-from torchpulse.analysis.detect import MAD_TO_SD, Point
+from torchpulse.analysis.detector import MAD_TO_SD, Point
 from torchpulse.analysis.series import Series
 
 CANARY_METHOD = "MachineCanary.time_reference"  # the canary's benchmark, in any suite module

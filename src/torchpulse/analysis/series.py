@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from torchpulse.analysis.columns import PointColumns
-from torchpulse.analysis.detect import Point
+from torchpulse.analysis.detector import Point
 from torchpulse.errors import TorchpulseError
 from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import History
@@ -23,7 +23,7 @@ UNIT_BY_PREFIX = {"time_": "seconds", "mem_": "bytes", "peakmem_": "bytes"}
 #   with the smaller --count-threshold;
 # - exact counters (dynamo's graph breaks, graphs, eager frames, 1/calls captured; the CUDA
 #   kernels a region launches and its host synchronisations): no noise to estimate, any
-#   increase is a regression at the commit it appears (analysis/exact.py);
+#   increase is a regression at the commit it appears (analysis/detector/exact.py);
 # - everything else (times, memory, ratios): the detector with --threshold.
 COUNT_UNITS = frozenset({"instructions"})
 INVERSE_CALLS = "1/calls captured"  # dynamo's calls_captured, inverted: lower is better
@@ -131,46 +131,12 @@ def load_series(results_dir: Path, history: History, machine: str | None = None,
     declared = declared_benchmarks(results_dir)
     units = {name: str(b.get("unit") or "unit") for name, b in declared.items()}
     versions = {name: str(b["version"]) for name, b in declared.items() if b.get("version")}
-    machines = _machines(results_dir, machine)
-    table = None
-    if index is not None:
-        try:
-            table = results_index.load(index, results_dir, machines)
-        except (sqlite3.Error, OSError):  # read-only, or another process's lock held long
-            table = None
-    if table is None:
-        table = results_index.read_files(results_dir, machines)
+    table = _table(results_dir, _machines(results_dir, machine), index)
     position = history.position
     file_pos = np.array([position.get(commit, -1) for _, commit, _, _ in table.files],
                         dtype=np.int64)
-    # one key a series entry: entries of other versions of a benchmark share it
-    keys: dict[SeriesKey, int] = {}
-    key_of = np.empty(len(table.series), dtype=np.int64)
-    version_ok = np.empty(len(table.series), dtype=bool)
-    for i, (mach, env, bench, combo, version) in enumerate(table.series):
-        key_of[i] = keys.setdefault(SeriesKey(bench, combo, mach, env), len(keys))
-        version_ok[i] = bench not in versions or version in (None, versions[bench])
-    pos = file_pos[table.file]
-    with np.errstate(invalid="ignore"):
-        rows = np.flatnonzero((pos >= 0) & np.isfinite(table.value) & (table.value >= 0)
-                              & version_ok[table.sid])
-    # by series, then history position, then file path (files are in path order)
-    kid = key_of[table.sid[rows]]
-    order = np.lexsort((table.file[rows], pos[rows], kid))
-    rows, kid = rows[order], kid[order]
-    del pos, order
-    # samples: those finite and not negative (of every row: a row's stay together)
-    with np.errstate(invalid="ignore"):
-        sample_ok = (table.samples >= 0) & (table.samples < np.inf)
-    ends = np.cumsum(table.nsamples)
-    if sample_ok.all():
-        flat, kept = table.samples, table.nsamples
-    else:
-        before = np.concatenate(([0], np.cumsum(sample_ok)))
-        kept = before[ends] - before[ends - table.nsamples]
-        flat = table.samples[sample_ok]
-        ends = np.cumsum(kept)
-    del sample_ok
+    keys, rows, kid = _point_rows(table, file_pos, versions)
+    flat, kept, ends = _usable_samples(table)
     counts = kept[rows]
     offsets = (ends - kept)[rows]
     files = table.files
@@ -196,3 +162,47 @@ def load_series(results_dir: Path, history: History, machine: str | None = None,
         found.append(Series(key, unit_of[bench], points, params=dict(files[first][3])))
     off_branch = int((file_pos < 0).sum())
     return sorted(found, key=lambda s: s.key), off_branch
+
+
+def _table(results_dir: Path, machines: list[str], index: Path | None) -> results_index.Table:
+    """Every row of the machines' files: through the index where there is one that can be
+    used, else read from the files."""
+    if index is not None:
+        try:
+            return results_index.load(index, results_dir, machines)
+        except (sqlite3.Error, OSError):  # read-only, or another process's lock held long
+            pass
+    return results_index.read_files(results_dir, machines)
+
+
+def _point_rows(table: results_index.Table, file_pos: np.ndarray, versions: dict[str, str]
+                ) -> tuple[dict[SeriesKey, int], np.ndarray, np.ndarray]:
+    """The series' keys (numbered as met), and the rows that are points with their series'
+    numbers: by series, then history position, then file path (files are in path order)."""
+    # one key a series entry: entries of other versions of a benchmark share it
+    keys: dict[SeriesKey, int] = {}
+    key_of = np.empty(len(table.series), dtype=np.int64)
+    version_ok = np.empty(len(table.series), dtype=bool)
+    for i, (mach, env, bench, combo, version) in enumerate(table.series):
+        key_of[i] = keys.setdefault(SeriesKey(bench, combo, mach, env), len(keys))
+        version_ok[i] = bench not in versions or version in (None, versions[bench])
+    pos = file_pos[table.file]
+    with np.errstate(invalid="ignore"):
+        rows = np.flatnonzero((pos >= 0) & np.isfinite(table.value) & (table.value >= 0)
+                              & version_ok[table.sid])
+    kid = key_of[table.sid[rows]]
+    order = np.lexsort((table.file[rows], pos[rows], kid))
+    return keys, rows[order], kid[order]
+
+
+def _usable_samples(table: results_index.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The samples that are finite and not negative (of every row: a row's stay together),
+    each row's count of them, and where each row's end among them."""
+    with np.errstate(invalid="ignore"):
+        sample_ok = (table.samples >= 0) & (table.samples < np.inf)
+    ends = np.cumsum(table.nsamples)
+    if sample_ok.all():
+        return table.samples, table.nsamples, ends
+    before = np.concatenate(([0], np.cumsum(sample_ok)))
+    kept = before[ends] - before[ends - table.nsamples]
+    return table.samples[sample_ok], kept, np.cumsum(kept)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchpulse.analysis.alert import TOO_FEW, Alert, Checked, Report, run
-from torchpulse.analysis.detect import Noise
+from torchpulse.analysis.detector import Noise
 from torchpulse.analysis.series import SeriesKey, declared_benchmarks
 from torchpulse.results.project import Project
 

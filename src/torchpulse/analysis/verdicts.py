@@ -3,7 +3,7 @@ command come from a cache, the rest are computed across the cores.
 
 A verdict depends only on its series' points (commit, value, samples, disturbed), the rule,
 the detector's settings and the detector's code; the cache key is a digest of all of them
-(the code as the bytes of every module of torchpulse/analysis/, with numpy's and scipy's
+(the code as the bytes of every module under torchpulse/analysis/, with numpy's and scipy's
 versions), so a change of any makes the verdict be computed again. The cache is a table of
 the results index (torchpulse.results.index): derived data, safe to delete; it holds
 pickles of torchpulse's own verdict classes, each sealed with its series and digest
@@ -24,13 +24,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from torchpulse.analysis.columns import PointColumns
-from torchpulse.analysis.detect import SeriesVerdict
+from torchpulse.analysis.detector import SeriesVerdict
 from torchpulse.analysis.series import Series
 from torchpulse.results import index as results_index
 from torchpulse.results import seal
 
 PARALLEL_FROM = 64  # series to compute before a pool of processes pays for itself
-_ALLOWED = {("torchpulse.analysis.detect", n) for n in (
+_ALLOWED = {("torchpulse.analysis.detector.model", n) for n in (
     "SeriesVerdict", "ChangePoint", "Regression", "Noise", "Drift")}
 
 
@@ -38,14 +38,15 @@ _ALLOWED = {("torchpulse.analysis.detect", n) for n in (
 def _code_version(folder: Path = Path(__file__).parent) -> bytes:
     """The analysis package's code and the numeric libraries, as one digest (read once, on
     first use: not when the alert is imported). Every module of the folder, not a hand-kept
-    list: a verdict also rests on how a series' rule, threshold and settings are chosen
-    (series.py, settings.py, alert.py), and a list forgets one."""
+    list, and the detector's folder with it: a verdict also rests on how a series' rule,
+    threshold and settings are chosen (series.py, settings.py, alert.py), and a list
+    forgets one."""
     import numpy
     import scipy
 
     h = hashlib.sha256()
-    for path in sorted(folder.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted(folder.rglob("*.py")):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     h.update(f"{numpy.__version__} {scipy.__version__}".encode())
     return h.digest()
 

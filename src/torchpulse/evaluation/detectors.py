@@ -106,7 +106,7 @@ def otava_python(venv_dir: Path, progress: Callable[[str], None]) -> Path:
 def active_upward(values: list[float], change_points: list[int]) -> list[int]:
     """Of a segmentation, the upward change points whose step is still at least half there
     at the newest point: how Otava's change points are read as alerts (a simple 'still
-    present' rule; torchpulse's own is the baseline rule in detect.py)."""
+    present' rule; torchpulse's own is the baseline rule in analysis/detector/changes.py)."""
     edges = [0, *change_points, len(values)]
     means = [float(np.mean(values[a:b])) for a, b in zip(edges[:-1], edges[1:], strict=True)]
     return [k for i, k in enumerate(change_points)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from torchpulse.analysis.detect import best_split as detector_best_split
+from torchpulse.analysis.detector import best_split as detector_best_split
 from torchpulse.evaluation import project
 from torchpulse.evaluation.synthetic import PARAMS_PER_BENCHMARK
 

@@ -39,28 +39,35 @@ _SHAPE_ERRORS = (asv_util.UserError, OSError, ValueError, KeyError, IndexError, 
 
 def load(path: Path, machine: str | None = None) -> Results:
     """A results file, read by asv and checked to hold what every reader here asks of it."""
+    return load_with_rows(path, machine)[0]
+
+
+def load_with_rows(path: Path, machine: str | None = None
+                   ) -> tuple[Results, dict[str, list[Row]]]:
+    """``load``, and every benchmark's ``rows``, which the check reads anyway."""
     try:
         results = Results.load(str(path), machine_name=machine)
-        _check(results)
+        return results, _checked_rows(results)
     except _SHAPE_ERRORS as exc:  # asv reads a file of the wrong shape with no check
         raise ResultsFileError(f"{path}: not an asv results file ({exc})") from None
-    return results
 
 
-def _check(results: Results) -> None:
+def _checked_rows(results: Results) -> dict[str, list[Row]]:
     """asv loads a file whose fields have the wrong types, and its accessors then fail (or
     sort a text date among numbers) in whichever reader asks first: asked here, once."""
     if not isinstance(results.commit_hash, str) or not isinstance(results.env_name, str):
         raise TypeError("its commit_hash and env_name are not text")
     if not isinstance(results.date, int) or isinstance(results.date, bool):
         raise TypeError("its date is not a whole number")
+    out = {}
     for name in results.get_all_result_keys():
         grid = results.get_result_params(name) or []
         if not (isinstance(grid, list) and all(
                 isinstance(axis, list) and all(isinstance(v, str) for v in axis)
                 for axis in grid)):
             raise TypeError(f"the parameters of {name} are not lists of text")
-        list(rows(results, name))
+        out[name] = list(rows(results, name))
+    return out
 
 
 def new(params: dict[str, str], commit: str, date_ms: int, python: str,

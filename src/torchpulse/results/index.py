@@ -102,12 +102,12 @@ class Parsed(NamedTuple):
 def parse(results_dir: Path, rel: str) -> Parsed:
     """One results file (``machine/file.json`` under ``results_dir``)."""
     machine = rel.split("/", 1)[0]
-    results = asv_results.load(results_dir / rel, machine=machine)
+    results, rows = asv_results.load_with_rows(results_dir / rel, machine=machine)
     out = []
-    for bench in asv_results.benchmarks(results):
+    for bench, bench_rows in rows.items():
         started, seconds = asv_results.timing(results, bench)
         version = asv_results.version(results, bench)
-        for combo, value, samples in asv_results.rows(results, bench):
+        for combo, value, samples in bench_rows:
             out.append((bench, version, combo, float(value) if _number(value) else None,
                         [float(x) for x in samples or () if _number(x)], started, seconds))
     return Parsed(results.commit_hash, results.env_name, dict(results.params), out)

@@ -9,8 +9,7 @@ from html import escape
 from urllib.parse import quote
 
 from torchpulse.analysis.alert import STATUSES, Alert, Report
-from torchpulse.analysis.detect import MIN_POINTS
-from torchpulse.analysis.exact import MIN_POINTS as EXACT_POINTS
+from torchpulse.analysis.detector import least_points
 from torchpulse.analysis.series import COUNT, SeriesKey
 from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 from torchpulse.reports.phrases import (
@@ -222,10 +221,10 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
             f'<p class="muted">unstable: too noisy for the {threshold * 100:g}% threshold '
             f"({report.count_threshold * 100:g}% on instruction counts; its "
             "smallest detectable step is shown). too few commits: fewer than "
-            f"{MIN_POINTS} commits, so its noise is unknown (an exact counter needs "
-            f"{EXACT_POINTS}: any increase in one is a regression). A change since the previous "
-            f"commit is coloured when it exceeds {NOTABLE_SIGMAS:g} standard deviations of the "
-            "difference of two runs. disturbed: measured while the machine canary ran slow "
+            f"{least_points(False)} commits, so its noise is unknown (an exact counter needs "
+            f"{least_points(True)}: any increase in one is a regression). A change since the "
+            f"previous commit is coloured when it exceeds {NOTABLE_SIGMAS:g} standard deviations "
+            "of the difference of two runs. disturbed: measured while the machine canary ran slow "
             "(another job, throttling); shown, but not counted by the detection.</p>",
             *(f'<p class="canary">{escape(line)}.</p>' for line in canary_lines(report, m.name)),
             *_series_table(m.current, charts)]

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torchpulse.analysis.detect import ChangePoint, Noise, Point, Regression, SeriesVerdict
+from torchpulse.analysis.detector.model import (
+    ChangePoint,
+    Noise,
+    Point,
+    Regression,
+    SeriesVerdict,
+)
 
 # two commits decide: an increase needs no noise estimate
 MIN_POINTS = 2

@@ -1,0 +1,362 @@
+"""The change-point analysis of one series, as a sequence of named steps: its levels on the
+analysis scale (``_scaled``), spikes set aside and segmented (``_segmented``), the segments
+regrouped into levels and drifts (drift.pieces), the change points listed
+(``_change_points``), the noise and what a step must be to be seen (``_noise``), and the
+regression active at the newest commit (``_active``). The model behind it: the package's
+docstring (torchpulse.analysis.detector)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from torchpulse.analysis.defaults import DEFAULT_NOISE_FLOOR
+from torchpulse.analysis.detector import drift
+from torchpulse.analysis.detector.drift import Piece
+from torchpulse.analysis.detector.model import (
+    ChangePoint,
+    Drift,
+    Noise,
+    Point,
+    Regression,
+    SeriesVerdict,
+)
+from torchpulse.analysis.detector.noise import (
+    WINSOR_SIGMAS,
+    diff_sd,
+    find_spikes,
+    heavy_tailed,
+    noise_floor,
+    residual_sd,
+    run_levels,
+    winsorise_running,
+    winsorise_segments,
+)
+from torchpulse.analysis.detector.significance import (
+    MDE_COMMITS_AFTER,
+    POWER_Z,
+    Tester,
+    commits_to_reach,
+    critical_z,
+    max_split_pvalue,
+    mde_factor,
+    segment,
+)
+
+MIN_POINTS = 5  # fewer commits tell nothing about between-run noise; such series get no alert
+STABLE_COMMITS = 5  # a level held this long is a baseline; shorter segments are stepped over
+# a change point is listed once this many commits hold the new level (and the old one, at the
+# start of a history): the commits after a step that the smallest detectable step assumes
+HELD = MDE_COMMITS_AFTER
+# a change is worth an alert unless it is clearly smaller than --threshold: its estimate
+# plus this many standard errors must reach the threshold (a true threshold-size step passes),
+# and the estimate itself at least PRACTICAL_FLOOR of it
+PRACTICAL_SE = 3.0
+PRACTICAL_FLOOR = 0.5
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """A series' levels on its analysis scale, and what bounds its noise."""
+
+    levels: np.ndarray  # every point's level (log scale, or linear)
+    linear: bool  # the series has zeros: analysed on a linear scale
+    ref: float  # what relative quantities are fractions of (1.0 on the log scale)
+    within_cv: float | None  # the typical spread inside one run
+    floor: float  # the least noise the series can have (noise_floor)
+    sigma0: float  # the first noise estimate: successive differences, never below the floor
+    exact: bool  # the levels never move but for steps (a deterministic metric)
+
+
+@dataclass(frozen=True)
+class _Segmented:
+    """The series without its spikes, segmented, with its noise."""
+
+    keep: np.ndarray  # the points kept (spikes set aside): their indices in the series
+    spikes: list[int]
+    raw: np.ndarray  # the kept points' levels
+    levels: np.ndarray  # ... each pulled to within WINSOR_SIGMAS of its segment
+    bounds: list[int]  # where the segments start (indices into ``levels``)
+    sigma: float  # the noise, once the segments are known
+    tester: Tester
+    heavy: bool  # more runs far from their segment than normal noise makes
+
+
+def _back(linear: bool) -> Callable[[float], float]:
+    """From the analysis scale back to the metric's units."""
+    return (lambda x: x) if linear else math.exp
+
+
+def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.05,
+            floor: float = DEFAULT_NOISE_FLOOR) -> SeriesVerdict:
+    """Detect the change points of one series (points oldest first) and decide whether a
+    regression is active at the newest point. ``floor``: the least relative noise any
+    series is taken to have (see noise_floor)."""
+    scaled = _scaled(points, floor)
+    if len(points) < MIN_POINTS:  # too few runs to know the between-run noise: no verdict
+        noise = Noise(_relative(scaled.sigma0, scaled.ref),
+                      scaled.within_cv and _relative(scaled.within_cv, scaled.ref),
+                      math.inf, False)
+        return SeriesVerdict((), (), (), noise, scaled.linear)
+    fit = _segmented(scaled, alpha)
+    parts = drift.pieces(fit.levels, fit.bounds, fit.sigma if scaled.sigma0 > 0 else 0.0)
+    changes, jumps = _change_points(scaled, fit, parts, alpha)
+    edges = [q.start for q in parts] + [len(fit.levels)]
+    lines = [q.line for q in parts]
+    # a drift's level: its middle, or, for the newest piece, where it has got to
+    means = [(q.first + q.last) / 2.0 if q.line else q.first for q in parts]
+    if parts[-1].line:
+        means[-1] = parts[-1].last
+    noise, baseline, toggle = _noise(scaled, fit, parts, means, edges, lines, alpha,
+                                     threshold)
+    regression = None
+    if toggle is None:
+        # an unstable series alerts only on a step that clearly exceeds its noise: one the
+        # test finds with 80 % power given its own commits before and after, not merely a
+        # significant one (z >= z_alpha + 0.84 instead of z >= z_alpha)
+        clear = critical_z(len(fit.levels), alpha) + POWER_Z if noise.unstable else None
+        regression = _active(fit.tester, parts, means, jumps, fit.keep, baseline, threshold,
+                             clear, scaled.linear, exact=scaled.sigma0 == 0)
+    return SeriesVerdict(tuple(changes), (regression,) if regression else (),
+                         tuple(int(i) for i in fit.spikes), noise, scaled.linear,
+                         _drifts(scaled, fit, parts))
+
+
+def _scaled(points: Sequence[Point], relative_floor: float) -> _Scaled:
+    """The points' levels, the scale they are analysed on, and the noise's first bounds."""
+    linear = any(p.value <= 0 for p in points)  # a zero has no logarithm: failure rates
+    levels, spreads, measured = run_levels(points, linear)
+    within = spreads[~np.isnan(spreads)]
+    within_cv = float(np.median(within)) if len(within) else None
+    # relative quantities of a linear series are fractions of its typical level
+    ref = float(np.median(np.abs(levels))) if linear and len(points) else 1.0
+    floor = noise_floor(points, linear, ref, within_cv, relative_floor, measured)
+    # exact: the levels never move but for steps (a deterministic metric); every move is real
+    between = diff_sd(levels)
+    return _Scaled(levels, linear, ref, within_cv, floor, max(between, floor), between == 0.0)
+
+
+def _segmented(scaled: _Scaled, alpha: float) -> _Segmented:
+    """One-commit spikes set aside, the rest segmented at ``alpha``, the noise and the
+    robust levels refined twice once the segments are known."""
+    sigma0 = scaled.sigma0
+    spikes = find_spikes(scaled.levels, sigma0)
+    keep = np.setdiff1d(np.arange(len(scaled.levels)), spikes)
+    raw = scaled.levels[keep]
+    levels = raw
+    n = len(levels)
+    bounds: list[int] = []
+    sigma = sigma0
+    if n >= 3 and sigma0 > 0:
+        levels = winsorise_running(raw, WINSOR_SIGMAS * sigma0)
+        for _ in range(2):  # refine noise and robust levels once the segments are known
+            bounds = segment(Tester(levels, sigma, n - 1), alpha)
+            sigma = max(residual_sd(raw, bounds), scaled.floor, 1e-12)
+            levels = winsorise_segments(raw, bounds, WINSOR_SIGMAS * sigma)
+        tester = Tester(levels, sigma, n - len(bounds) - 1)
+        bounds = segment(tester, alpha)
+    elif n >= 2 and sigma0 == 0 and np.ptp(levels) > 0:  # noiseless: every move is real
+        bounds = [i for i in range(1, n) if levels[i] != levels[i - 1]]
+        tester = Tester(levels, 1e-12, 1)
+    else:
+        tester = Tester(levels, max(sigma, 1e-12), max(n - 1, 1))
+    heavy = not scaled.exact and heavy_tailed(raw, bounds, sigma)
+    return _Segmented(keep, spikes, raw, levels, bounds, sigma, tester, heavy)
+
+
+def _change_points(scaled: _Scaled, fit: _Segmented, parts: Sequence[Piece],
+                   alpha: float) -> tuple[list[ChangePoint], set[int]]:
+    """The change points between the pieces, and where a change starts a piece (``jumps``:
+    a change point, or one too near either end of the history to list yet)."""
+    back, n, sigma = _back(scaled.linear), len(fit.levels), fit.sigma
+    changes = []
+    jumps: set[int] = set()
+    for j, (left, right) in enumerate(zip(parts[:-1], parts[1:], strict=True)):
+        if not (left.line or right.line):
+            short = j if left.stop - left.start < right.stop - right.start else j + 1
+            p, se = fit.tester.pvalue(left.start, right.start, right.stop,
+                                      tails=fit.heavy and _excursion(parts, short))
+            if p > alpha and not scaled.exact:
+                continue  # a short excursion a few heavy-tailed runs could make
+            if scaled.sigma0 == 0:
+                p, se = 0.0, 0.0
+        else:  # next to a drift: a change point only where the fitted level jumps
+            se = sigma * math.sqrt(left.variance[1] + right.variance[0])
+            p = max_split_pvalue(drift.jump(fit.levels, left, right) / sigma,
+                                 right.stop - left.start)
+            if p > alpha:
+                continue
+        jumps.add(right.start)
+        if not scaled.exact and ((left.start == 0 and left.stop < HELD)
+                                 or (right.stop == n and n - right.start < HELD)):
+            # a level held by fewer than HELD commits at either end of a noisy history: a
+            # change and one or two odd runs look alike there. Not a change point (yet); at
+            # the newest commits the active alert still sees it, and a step resting on one
+            # run is measured again
+            continue
+        changes.append(ChangePoint(int(fit.keep[right.start]), back(left.last),
+                                   back(right.first), p, se))
+    return changes, jumps
+
+
+def _drifts(scaled: _Scaled, fit: _Segmented, parts: Sequence[Piece]) -> tuple[Drift, ...]:
+    """The pieces that are lines, each a Drift over its commits."""
+    back, n = _back(scaled.linear), len(fit.levels)
+    return tuple(Drift(int(fit.keep[q.start]), int(fit.keep[q.stop - 1]), back(q.first),
+                       back(q.last), max_split_pvalue(abs(q.last - q.first)
+                                                      / (fit.sigma * q.rise_se), n))
+                 for q in parts if q.line)
+
+
+def _noise(scaled: _Scaled, fit: _Segmented, parts: Sequence[Piece], means: list[float],
+           edges: list[int], lines: list[bool], alpha: float, threshold: float
+           ) -> tuple[Noise, int | None, float | None]:
+    """The series' noise (its smallest detectable step, whether it toggles, from how many
+    commits a threshold-size step would show), the piece a rise at the newest commit is
+    measured from, and the size of a toggle (None: it does not toggle)."""
+    linear, ref, sigma, n = scaled.linear, scaled.ref, fit.sigma, len(fit.levels)
+    mde = math.inf
+    if n > MDE_COMMITS_AFTER:
+        mde_scale = mde_factor(n, alpha) * sigma  # on the analysis scale
+        mde = _relative(mde_scale, ref) if linear else math.expm1(mde_scale)
+    last = len(means) - 1
+    baseline = _baseline(means, edges, last, lines) if last >= 1 else None
+    if baseline is None and parts[-1].line and parts[-1].last > parts[-1].first:
+        baseline = last  # drifting up since its own start, from no lower stable level
+    toggle = None
+    if baseline is not None and baseline < last and last >= 2:
+        worth = threshold * abs(means[baseline]) if linear else math.log1p(threshold)
+        toggle = _toggle_amplitude(means, baseline, worth)
+    if toggle is not None:
+        mde = max(mde, _relative(toggle, ref) if linear else math.expm1(toggle))
+    unstable = mde > threshold or toggle is not None
+    reach = None
+    if unstable and toggle is None:
+        limit = threshold * ref if linear else math.log1p(threshold)
+        reach = commits_to_reach(sigma, n, alpha, limit)
+        reach = reach + len(fit.spikes) if reach is not None else None
+    noise = Noise(cv=_relative(sigma, ref),
+                  within_cv=scaled.within_cv and _relative(scaled.within_cv, ref),
+                  mde=mde, unstable=unstable, toggling=toggle is not None, reach=reach)
+    return noise, baseline, toggle
+
+
+
+
+def _excursion(parts: Sequence[Piece], j: int) -> bool:
+    """Piece ``j`` could be a few odd runs rather than a level: it is at either end of the
+    history, or the level after it comes back at least half way to the level before it (a
+    step in two stages, 20 -> 23 -> 24, is no excursion)."""
+    if j == 0 or j == len(parts) - 1:
+        return True
+    before, here, after = parts[j - 1].last, parts[j].first, parts[j + 1].first
+    return abs(after - before) < abs(here - before) / 2.0
+
+
+def _relative(value: float, ref: float) -> float:
+    """A spread on the analysis scale as a fraction of the level (log scale: as it is)."""
+    if ref == 1.0 or value == 0.0:
+        return value
+    return value / ref if ref > 0 else math.inf
+
+
+def _baseline(means: Sequence[float], edges: Sequence[int], last: int,
+              lines: Sequence[bool]) -> int | None:
+    """Where the regression at segment ``last`` started from: the newest stable segment
+    (STABLE_COMMITS or more) below it, or an older stable one further down when the level
+    only climbed since (two steps up are one regression). None when no stable level before
+    is below the newest one. Short segments (dips, blips) and drifts are never a baseline."""
+    stable = [i for i in range(last - 1, -1, -1)
+              if edges[i + 1] - edges[i] >= STABLE_COMMITS and not lines[i]]
+    stable = stable or [0]  # a series that starts with short segments: its first
+    below = [i for i in stable if means[i] < means[last]]
+    if not below:
+        return None
+    b = below[0]
+    for i in stable[stable.index(b) + 1:]:
+        # a climb: lower and older, and nothing between went above the newest level (a
+        # 100x excursion up and back between two quiet levels is not a climb)
+        if means[i] >= means[b] or max(means[i + 1:b], default=-math.inf) > means[last]:
+            break
+        b = i
+    return b
+
+
+def _toggle_amplitude(means: Sequence[float], b: int, worth: float) -> float | None:
+    """When the series toggles between levels, the size of the move, else None. It toggles
+    when a level it reached since the baseline ``b`` (the newest, or any at least ``worth``
+    above the baseline) was held before and left again: before the baseline, or since it
+    with a return to the baseline's level in between. Levels match within a quarter of the
+    move."""
+    last = len(means) - 1
+    amplitude = None
+    for j in range(b + 1, last + 1):
+        step = means[j] - means[b]
+        if step <= 0 or (j < last and step < worth):
+            continue
+        near = step / 4.0
+        # the last return to the baseline's level before j: the level j reached was held
+        # before it (and so left again) when it was held at some i earlier than that
+        back = max((k for k in range(b, j) if abs(means[k] - means[b]) <= near), default=-1)
+        if any(abs(means[i] - means[j]) <= near for i in range(back) if i != b):
+            amplitude = max(step, amplitude or 0.0)
+    return amplitude
+
+
+def _rise_test(tester: Tester, base: Piece, newest: Piece, net: float, drifting: bool,
+               from_line: bool) -> tuple[float, float]:
+    """The p-value and standard error of a rise of ``net`` from ``base`` to ``newest``:
+    along the newest piece itself (``drifting``: a drift going on since its own start),
+    from a drift's start (``from_line``), with a line on either side, or between two
+    constant levels."""
+    if drifting:
+        se = tester.sigma * newest.rise_se
+        return max_split_pvalue(abs(net) / se, newest.stop - newest.start), se
+    if from_line or newest.line or base.line:
+        before = base.variance[0] if from_line else 1.0 / (base.stop - base.start)
+        se = tester.sigma * math.sqrt(before + (
+            newest.variance[1] if newest.line else 1.0 / (newest.stop - newest.start)))
+        return max_split_pvalue(abs(net) / se, newest.stop - base.start), se
+    return tester.contrast(base.start, base.stop, newest.start, newest.stop)
+
+
+def _active(tester: Tester, parts: Sequence[Piece], means: Sequence[float],
+            jumps: set[int], keep: np.ndarray, b: int | None, threshold: float,
+            clear_z: float | None, linear: bool, exact: bool) -> Regression | None:
+    """The regression present at the newest commit: the newest piece (a segment, or a drift
+    that goes on at the newest commit: where it has got to) against ``b``, the last stable
+    segment before it, when the rise is significant and worth an alert. Its culprits: the
+    change points up (``jumps``: where one starts a piece) and the drifts up on the way.
+    ``clear_z``: on an unstable series, the multiple of its standard error the step must
+    exceed."""
+    last = len(means) - 1
+    if b is None:
+        return None
+    base, newest = parts[b], parts[last]
+    # a drift is never a baseline but where the series has nothing else before (b == last:
+    # a drift going on now; or a drift from the first commit, then a level): its start is
+    # then the level before, and the drift part of the rise
+    from_line = base.line and b != last
+    start = newest.first if b == last else base.first if from_line else means[b]
+    net = means[last] - start
+    p, se = (0.0, 0.0) if exact else _rise_test(tester, base, newest, net, b == last,
+                                                from_line)  # exact: every move is real
+    wanted = threshold * abs(start) if linear else math.log1p(threshold)  # linear: any
+    if net + PRACTICAL_SE * se < wanted or net < PRACTICAL_FLOOR * wanted:  # rise from 0
+        return None
+    if clear_z is not None and net < clear_z * se:
+        return None
+    rising = [j for j in range(b if from_line else min(b + 1, last), last + 1)
+              if parts[j].line and parts[j].last > parts[j].first]
+    culprits = tuple(sorted({int(keep[parts[j + 1].start]) for j in range(b, last)
+                             if parts[j + 1].start in jumps
+                             and parts[j + 1].first > parts[j].last}
+                            | {int(keep[parts[j].start]) for j in rising}))
+    culprits = culprits or (int(keep[newest.start]),)  # a rise made of small moves
+    drifts = tuple((int(keep[parts[j].start]), int(keep[parts[j].stop - 1])) for j in rising)
+    back = _back(linear)
+    return Regression(culprits[0], culprits, back(start), back(means[last]), p, se,
+                      noisy=clear_z is not None, drifts=drifts)
