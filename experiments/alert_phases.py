@@ -9,7 +9,7 @@ import time
 T0 = time.perf_counter()
 
 from torchpulse import reports  # noqa: E402
-from torchpulse.analysis import alert  # noqa: E402 (timed: the imports are a phase)
+from torchpulse.analysis import judge  # noqa: E402 (timed: the imports are a phase)
 from torchpulse.analysis import verdicts as verdicts_cache  # noqa: E402
 from torchpulse.analysis.disturbance import assess  # noqa: E402
 from torchpulse.analysis.series import load_series  # noqa: E402
@@ -34,7 +34,7 @@ def main() -> None:
     phase(f"index -> {len(series)} series")
     series, canary = assess(series)
     phase("canary flags")
-    found = alert.evaluate(series, history, off_branch_files=off_branch, canary=canary,
+    found = judge.evaluate(series, history, off_branch_files=off_branch, canary=canary,
                            cache=verdicts_cache.Cache(where))
     phase("verdicts (cache or analysis)")
     reports.render(found, "json")

@@ -25,7 +25,8 @@ import sys
 import time
 
 from torchpulse.analysis import disturbance
-from torchpulse.analysis.alert import REGRESSION, evaluate
+from torchpulse.analysis.judge import evaluate
+from torchpulse.analysis.model import REGRESSION
 from torchpulse.analysis.series import load_series
 from torchpulse.fleet.node import commit_line
 from torchpulse.reports.phrases import counts

@@ -18,8 +18,8 @@ from asvproject import tree_bytes
 
 from torchpulse import dashboard
 from torchpulse.analysis import remeasure
-from torchpulse.analysis.alert import OK, TOO_FEW
 from torchpulse.analysis.disturbance import Remeasure
+from torchpulse.analysis.model import OK, TOO_FEW
 from torchpulse.analysis.settings import Settings
 from torchpulse.cli import main
 from torchpulse.evaluation import synthetic

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchpulse import reports
-from torchpulse.analysis import alert, ledger, remeasure
-from torchpulse.analysis.alert import TOO_FEW, Report
+from torchpulse.analysis import ledger, pipeline, remeasure
 from torchpulse.analysis.defaults import DEFAULT_NEWEST, REMEASURE_PASSES
+from torchpulse.analysis.model import TOO_FEW, Report
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.errors import TorchpulseError
 from torchpulse.files import restore, snapshot, write_text_atomically
@@ -227,7 +227,7 @@ def _run(project: Project, options: Options, asv: Asv, say: Callable[[str], None
             "branch": options.branch, "confirmed": done, "settings": options.settings})
         say(f"   site written to {html}/; view it with `torchpulse serve`")
     say("== regression alerts")
-    found = alert.run(project, machine=options.machine, branch=options.branch,
+    found = pipeline.run(project, machine=options.machine, branch=options.branch,
                       since=options.since, confirmed=done, settings=options.settings)
     say(reports.render(found, "text").rstrip("\n"))
     if options.alert_output:

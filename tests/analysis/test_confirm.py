@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from torchpulse.analysis import confirm, ledger, summary
-from torchpulse.analysis.alert import REGRESSION, evaluate
 from torchpulse.analysis.detector import Point
+from torchpulse.analysis.judge import evaluate
+from torchpulse.analysis.model import REGRESSION
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.evaluation import detectors, synthetic
 from torchpulse.results import asv_results

@@ -39,7 +39,7 @@ def test_the_written_out_power_z_is_scipys_and_scipy_waits_for_its_first_use():
     from scipy import stats
 
     assert significance.POWER_Z == stats.norm.ppf(0.8)
-    code = ("import sys, torchpulse.analysis.alert as a; print('scipy.stats' in sys.modules); "
+    code = ("import sys, torchpulse.analysis.pipeline as a; print('scipy.stats' in sys.modules); "
             "from torchpulse.analysis.detector import significance as s; s.critical_z(20, 0.01); "
             "print('scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

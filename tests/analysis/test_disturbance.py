@@ -12,8 +12,9 @@ from clirun import exit_code
 
 from torchpulse import reports
 from torchpulse.analysis import disturbance, summary
-from torchpulse.analysis.alert import OK, REGRESSION, evaluate
 from torchpulse.analysis.detector import Point
+from torchpulse.analysis.judge import evaluate
+from torchpulse.analysis.model import OK, REGRESSION
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.evaluation import synthetic
 from torchpulse.results.gitrepo import History

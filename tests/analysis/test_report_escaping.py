@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from torchpulse.analysis.alert import evaluate
 from torchpulse.analysis.detector import Point
+from torchpulse.analysis.judge import evaluate
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.reports import render
 from torchpulse.results.gitrepo import History

@@ -9,8 +9,8 @@ import pytest
 from asv.results import Results
 
 from torchpulse.analysis import summary
-from torchpulse.analysis.alert import Checked
 from torchpulse.analysis.detector import Noise, Point, SeriesVerdict
+from torchpulse.analysis.model import Checked
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.cli import main
 from torchpulse.evaluation import synthetic
@@ -145,7 +145,7 @@ def test_page_escapes_names():
 
 
 def _empty_report():
-    from torchpulse.analysis.alert import Report
+    from torchpulse.analysis.model import Report
     from torchpulse.analysis.settings import Settings
     return Report([], [], False, Settings(), 0)
 

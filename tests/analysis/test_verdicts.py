@@ -143,7 +143,7 @@ def test_a_cache_that_cannot_be_written_computes_everything(tmp_path):
 
 def test_the_code_digest_covers_every_module_of_the_analysis_package(tmp_path):
     """A verdict also rests on how its rule and threshold are chosen (series.py,
-    settings.py, alert.py): a change to any module of the folder is a new digest."""
+    settings.py, judge.py): a change to any module of the folder is a new digest."""
     import shutil
     from pathlib import Path
 
@@ -154,7 +154,7 @@ def test_the_code_digest_covers_every_module_of_the_analysis_package(tmp_path):
     shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
     same = verdicts._code_version(copy)
     assert same == verdicts._code_version(folder)
-    for name in ("settings.py", "series.py", "alert.py", "detector/changes.py",
+    for name in ("settings.py", "series.py", "judge.py", "detector/changes.py",
                  "detector/noise.py", "detector/drift.py"):
         original = (copy / name).read_text()
         (copy / name).write_text(original + "\n# changed\n")

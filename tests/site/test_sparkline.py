@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from torchpulse.analysis.alert import Checked
 from torchpulse.analysis.detector import Point, analyse
+from torchpulse.analysis.model import Checked
 from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.site import sparkline
 

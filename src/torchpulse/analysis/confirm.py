@@ -16,10 +16,10 @@ reported as one (torchpulse.analysis.ledger).
 
 from __future__ import annotations
 
-from torchpulse.analysis.alert import Checked, Report
 from torchpulse.analysis.detector import Point
 from torchpulse.analysis.disturbance import Remeasure
 from torchpulse.analysis.ledger import NAME, Ledger
+from torchpulse.analysis.model import Checked, Report
 
 
 def seen_once(checked: Checked) -> Point | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Set
 from dataclasses import dataclass
 
-from torchpulse.analysis import alert, confirm, disturbance
+from torchpulse.analysis import confirm, disturbance, pipeline
 from torchpulse.analysis.ledger import Ledger
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.results.project import Project
@@ -34,7 +34,7 @@ def plan(project: Project, *, done: Ledger, confirm_steps: bool = True,
     ``done`` is the ledger read once: what it says was measured again is what the alert
     marks, and a step already in it is not planned again."""
     # the steps to confirm are those the alert would report: judged with the user's settings
-    found = alert.run(project, machine=machine, branch=branch, since=since, confirmed=done,
+    found = pipeline.run(project, machine=machine, branch=branch, since=since, confirmed=done,
                       settings=settings)
     history = found.history
     assert history is not None
@@ -46,7 +46,7 @@ def plan(project: Project, *, done: Ledger, confirm_steps: bool = True,
 
     if newest:
         narrow(set(history.commits[-newest:]))
-    if since:  # alert.run checked that it is on the history; REV itself counts
+    if since:  # pipeline.run checked that it is on the history; REV itself counts
         narrow(set(history.commits[history.position[project.resolve(since)]:]))
     disturbed = disturbance.remeasure([c.series for c in found.checked], history.position,
                                       chosen)

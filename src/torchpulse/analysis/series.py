@@ -18,7 +18,7 @@ from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import History
 
 UNIT_BY_PREFIX = {"time_": "seconds", "mem_": "bytes", "peakmem_": "bytes"}
-# How a series is judged, by its unit (analysis/alert.py):
+# How a series is judged, by its unit (analysis/judge.py):
 # - counted work (callgrind's instructions): nearly deterministic, judged by the detector
 #   with the smaller --count-threshold;
 # - exact counters (dynamo's graph breaks, graphs, eager frames, 1/calls captured; the CUDA

@@ -9,8 +9,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchpulse.analysis.alert import TOO_FEW, Alert, Checked, Report, run
 from torchpulse.analysis.detector import Noise
+from torchpulse.analysis.model import TOO_FEW, Alert, Checked, Report
+from torchpulse.analysis.pipeline import run
 from torchpulse.analysis.series import SeriesKey, declared_benchmarks
 from torchpulse.results.project import Project
 
@@ -128,7 +129,7 @@ def _machine_info(results_dir: Path, machine: str) -> dict[str, str]:
 
 def build(project: Project, branch: str | None = None, **settings: object) -> Summary:
     """The summary of every machine in ``project``'s results tree (``settings``: the
-    alert's, as ``alert.run`` takes them; its defaults when none)."""
+    alert's, as ``pipeline.run`` takes them; its defaults when none)."""
     results_dir = project.results_dir
     report = run(project, branch=branch, **settings)
     history = report.history

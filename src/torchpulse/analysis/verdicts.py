@@ -39,7 +39,7 @@ def _code_version(folder: Path = Path(__file__).parent) -> bytes:
     """The analysis package's code and the numeric libraries, as one digest (read once, on
     first use: not when the alert is imported). Every module of the folder, not a hand-kept
     list, and the detector's folder with it: a verdict also rests on how a series' rule,
-    threshold and settings are chosen (series.py, settings.py, alert.py), and a list
+    threshold and settings are chosen (series.py, settings.py, judge.py), and a list
     forgets one."""
     import numpy
     import scipy

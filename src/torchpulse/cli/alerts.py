@@ -33,11 +33,11 @@ from torchpulse.cli.args import (
 
 def cmd_alert(args: argparse.Namespace) -> int:
     from torchpulse import reports
-    from torchpulse.analysis import alert, ledger
+    from torchpulse.analysis import ledger, pipeline
     from torchpulse.reports.phrases import what_text
 
     check_outputs(args, files=("output",))
-    found = alert.run(project(args), machine=args.machine, branch=args.branch,
+    found = pipeline.run(project(args), machine=args.machine, branch=args.branch,
                       since=args.since, settings=alert_settings(args),
                       history_mode=args.history,
                       confirmed=ledger.read_ledger(Path(args.confirmed))

@@ -5,7 +5,7 @@ read); the site's pages (torchpulse.site) use the same phrases."""
 
 from __future__ import annotations
 
-from torchpulse.analysis.alert import Report
+from torchpulse.analysis.model import Report
 from torchpulse.reports.github import to_github
 from torchpulse.reports.json_format import to_json
 from torchpulse.reports.markdown import to_markdown

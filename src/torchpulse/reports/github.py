@@ -3,7 +3,7 @@ disturbed machine and each unstable series; their data escaped as workflow comma
 
 from __future__ import annotations
 
-from torchpulse.analysis.alert import Report
+from torchpulse.analysis.model import Report
 from torchpulse.reports.phrases import (
     canary_lines,
     change,

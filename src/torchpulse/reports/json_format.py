@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 
-from torchpulse.analysis.alert import STATUSES, Report
+from torchpulse.analysis.model import STATUSES, Report
 from torchpulse.reports.phrases import bisect_command, repro_command, status_text, unmeasured
 
 

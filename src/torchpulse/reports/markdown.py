@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from torchpulse.analysis.alert import TOO_FEW, UNSTABLE, Alert, Report
+from torchpulse.analysis.model import TOO_FEW, UNSTABLE, Alert, Report
 from torchpulse.reports.phrases import (
     bisect_command,
     canary_lines,

@@ -12,7 +12,7 @@ import shlex
 from collections import defaultdict
 from collections.abc import Callable
 
-from torchpulse.analysis.alert import (
+from torchpulse.analysis.model import (
     REGRESSION,
     STATUSES,
     TOO_FEW,

@@ -3,7 +3,7 @@ the noisiest series; control characters shown as escapes."""
 
 from __future__ import annotations
 
-from torchpulse.analysis.alert import Report
+from torchpulse.analysis.model import Report
 from torchpulse.reports.phrases import (
     after_text,
     bisect_command,

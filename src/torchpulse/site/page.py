@@ -8,8 +8,8 @@ from __future__ import annotations
 from html import escape
 from urllib.parse import quote
 
-from torchpulse.analysis.alert import STATUSES, Alert, Report
 from torchpulse.analysis.detector import least_points
+from torchpulse.analysis.model import STATUSES, Alert, Report
 from torchpulse.analysis.series import COUNT, SeriesKey
 from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 from torchpulse.reports.phrases import (

@@ -86,7 +86,7 @@ def publish(project: Project, node_modules: Path, *,
             progress: Callable[[str], None] = print,
             alert_settings: dict[str, object] | None = None) -> Path:
     """Publish ``project``'s site into its html directory, which it returns.
-    ``alert_settings``: the verdicts' settings (``alert.run``'s keywords: thresholds, alpha,
+    ``alert_settings``: the verdicts' settings (``pipeline.run``'s keywords: thresholds, alpha,
     noise floor, branch, ledger), so that the site says what the alert beside it says."""
     assets.check(node_modules)  # a missing asset stops us before anything changes
     html = target.check(project, project.html_dir)

@@ -24,8 +24,8 @@ from urllib.parse import urlencode
 from asv.feed import FeedEntry, write_atom
 from asv.graph import Graph
 
-from torchpulse.analysis.alert import Alert, Report
 from torchpulse.analysis.columns import values_of
+from torchpulse.analysis.model import Alert, Report
 from torchpulse.analysis.series import Series
 from torchpulse.files import write_atomically, write_json_atomically
 from torchpulse.reports.phrases import change, human, p_text

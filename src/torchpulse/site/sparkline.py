@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from html import escape
 
-from torchpulse.analysis.alert import Checked
 from torchpulse.analysis.columns import undisturbed, values_of
+from torchpulse.analysis.model import Checked
 from torchpulse.reports.phrases import human
 
 WIDTH, HEIGHT = 150, 34  # px, the size of a line of the table

@@ -1,0 +1,137 @@
+"""Judging across series: each series' verdict (cached, or computed across the cores), the
+false-discovery control over all of them, ``--since``, the confirmation ledger, and each
+series' status and alert. No I/O of its own: the series, history, canary, ledger and verdict
+cache come in; torchpulse.analysis.pipeline loads them."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from torchpulse.analysis import detector
+from torchpulse.analysis import verdicts as verdicts_cache
+from torchpulse.analysis.columns import undisturbed
+from torchpulse.analysis.detector import (
+    ChangePoint,
+    Drift,
+    Regression,
+    SeriesVerdict,
+    benjamini_hochberg,
+)
+from torchpulse.analysis.disturbance import Canary
+from torchpulse.analysis.ledger import Ledger, measured_again
+from torchpulse.analysis.model import (
+    OK,
+    REGRESSION,
+    TOO_FEW,
+    UNSTABLE,
+    Alert,
+    Checked,
+    Report,
+    needed,
+)
+from torchpulse.analysis.series import EXACT, Series
+from torchpulse.analysis.settings import DEFAULTS, Settings
+from torchpulse.results.gitrepo import History
+
+
+def _change_alert(series: Series, change: ChangePoint) -> Alert:
+    pts = series.points
+    return Alert(series.key, pts[change.index].commit, pts[change.index - 1].commit,
+                 change.before, change.after, series.unit, change.pvalue,
+                 (pts[change.index].commit,))
+
+
+def _drift_alert(series: Series, drift: Drift) -> Alert:
+    pts = series.points
+    return Alert(series.key, pts[drift.start].commit, pts[max(drift.start - 1, 0)].commit,
+                 drift.before, drift.after, series.unit, drift.pvalue,
+                 (pts[drift.start].commit,),
+                 drifts=((pts[drift.start].commit, pts[drift.end].commit),),
+                 through=pts[drift.end].commit)
+
+
+def _regression_alert(series: Series, regression: Regression) -> Alert:
+    pts = series.points
+    newest = max([*regression.culprits, *(end for _, end in regression.drifts)])
+    return Alert(series.key, pts[regression.index].commit,
+                 pts[max(regression.index - 1, 0)].commit,
+                 regression.before, regression.after, series.unit, regression.pvalue,
+                 tuple(pts[i].commit for i in regression.culprits), regression.noisy,
+                 drifts=tuple((pts[a].commit, pts[b].commit) for a, b in regression.drifts),
+                 through=pts[newest].commit if newest > regression.culprits[-1] else "")
+
+
+def _behind(series: Series, alert: Alert) -> Alert:
+    """``alert`` with the disturbed commits of ``series`` that lie between its previous
+    commit and its own."""
+    commits = [p.commit for p in series.points]
+    start, end = commits.index(alert.previous_commit), commits.index(alert.commit)
+    between = tuple(p.commit for p in series.points[start + 1:end] if p.disturbed)
+    return dataclasses.replace(alert, disturbed_before=between) if between else alert
+
+
+def _analyse(series: Series, settings: Settings) -> SeriesVerdict:
+    # Points: the detector reads them one by one
+    return detector.verdict(list(series.points), exact_counter=series.rule == EXACT,
+                            alpha=settings.alpha, threshold=settings.threshold_for(series.rule),
+                            floor=settings.noise_floor)
+
+
+def _status(verdict: SeriesVerdict, points: int, alert: Alert | None, least: int) -> str:
+    if points < least:
+        return TOO_FEW
+    if alert is not None:
+        return REGRESSION
+    return UNSTABLE if verdict.noise.unstable else OK
+
+
+def evaluate(series: list[Series], history: History, *, settings: Settings = DEFAULTS,
+             since: str | None = None, history_mode: bool = False, off_branch_files: int = 0,
+             canary: Canary | None = None, confirmed: Ledger | None = None,
+             cache: verdicts_cache.Cache | None = None) -> Report:
+    """Run detection on every series and give each its status (``cache``: verdicts of
+    series unchanged since they were stored, torchpulse.analysis.verdicts): a series of counted work
+    (instructions) with the settings' count threshold for its threshold, an exact counter by
+    torchpulse.analysis.detector.exact (any increase). Points flagged disturbed
+    are left out of detection (an alert after one names the range from the last undisturbed
+    commit). Active regressions pass a Benjamini-Hochberg step at false-discovery rate
+    ``settings.alpha`` over all series checked, so a tree of a thousand quiet series does not raise
+    the alarms a thousand separate tests would; with ``since``, only those whose first
+    culprit comes after that commit count. An active regression whose (commit, benchmark)
+    is in ``confirmed`` and whose stored measurement there started after the ledger's stamp
+    was measured twice there."""
+    start = history.position[since] + 1 if since is not None else 0
+
+    def recent(alert: Alert) -> bool:
+        return history.position[alert.commit] >= start
+
+    used = [dataclasses.replace(s, points=undisturbed(s.points)) for s in series]
+    found = verdicts_cache.compute(
+        used, functools.partial(_analyse, settings=settings), settings.key, cache)
+    verdicts = list(zip(series, used, found, strict=True))
+    # the family: every series that could alert (a series without an active regression
+    # counts with p = 1)
+    cutoff = benjamini_hochberg([v.pvalue for _, u, v in verdicts
+                                 if len(u.points) >= needed(u)], settings.alpha)
+    checked: list[Checked] = []
+    alerts: list[Alert] = []
+    for s, u, verdict in verdicts:
+        active = [_behind(s, _regression_alert(u, r)) for r in verdict.active
+                  if r.pvalue <= cutoff]
+        alert = next((a for a in active if recent(a)), None)
+        if alert is not None and confirmed and measured_again(
+                confirmed, alert.commit, s.key.benchmark,
+                next(p.started_ms for p in s.points if p.commit == alert.commit)):
+            alert = dataclasses.replace(alert, confirmed=True)
+        checked.append(Checked(s, verdict, _status(verdict, len(u.points), alert, needed(u)),
+                               alert))
+        if history_mode:
+            found = [_change_alert(u, cp) for cp in verdict.change_points]
+            found += [_drift_alert(u, d) for d in verdict.drifts]
+            alerts += [a for a in map(functools.partial(_behind, s), found) if recent(a)]
+        elif alert is not None:
+            alerts.append(alert)
+    alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))
+    return Report(alerts, checked, history_mode, settings, off_branch_files,
+                  canary or Canary(), history)

@@ -1,0 +1,152 @@
+"""The alert's model: a series' status, an Alert (a change of level in one series), a
+Checked series (its verdict and status) and the Report every format and page renders. Value
+objects: no English (torchpulse.reports says them), no I/O."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from torchpulse.analysis import detector
+from torchpulse.analysis.columns import disturbed_of
+from torchpulse.analysis.detector import SeriesVerdict
+from torchpulse.analysis.disturbance import Canary
+from torchpulse.analysis.series import EXACT, Series, SeriesKey
+from torchpulse.analysis.settings import Settings
+from torchpulse.instructions.profiles import FunctionChange
+from torchpulse.results.gitrepo import History
+
+# A series' status, computed once here and shown the same by every report format, the
+# summary page, the alerts JSON and the site's Regressions tab.
+REGRESSION = "regression"  # a regression is active at the newest commit
+UNSTABLE = "unstable"  # too noisy (or toggling) for the threshold: see its mde
+OK = "ok"  # enough commits, quiet enough, nothing active
+TOO_FEW = "too few commits"  # fewer than needed: its noise is unknown
+STATUSES = (REGRESSION, UNSTABLE, OK, TOO_FEW)
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A change of level in one series, located at the first commit of the new level."""
+
+    key: SeriesKey
+    commit: str
+    previous_commit: str
+    before: float
+    after: float
+    unit: str
+    pvalue: float | None
+    culprits: tuple[str, ...] = ()  # every commit where the level rose, ``commit`` first
+    noisy: bool = False  # on an unstable series, a step that clearly exceeds its noise
+    # commits between ``previous_commit`` and ``commit`` measured on a disturbed machine (not
+    # counted): the step may lie at any of them as well as at ``commit``
+    disturbed_before: tuple[str, ...] = ()
+    # measured once more at ``commit`` because the step rested on one run, and it showed
+    # again (the confirmation ledger, torchpulse.analysis.confirm)
+    confirmed: bool = False
+    # (first, last) commits of each drift in the rise: the level rose over those commits
+    # rather than at one of them (torchpulse.analysis.detector.drift)
+    drifts: tuple[tuple[str, str], ...] = ()
+    through: str = ""  # the newest commit the rise spans, when a drift ends after the culprits
+    # on an instruction series: the functions whose own instructions grew most from
+    # ``previous_commit`` to ``commit`` (stored profiles, torchpulse.instructions.profiles)
+    functions: tuple[FunctionChange, ...] = ()
+
+    @property
+    def last(self) -> str:
+        """The newest commit the change spans: the end of its drift, or its last culprit."""
+        return self.through or self.culprits[-1]
+
+    @property
+    def ratio(self) -> float:
+        return self.after / self.before if self.before else math.inf
+
+    @property
+    def direction(self) -> str:
+        return "regression" if self.after > self.before else "improvement"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One series, what detection made of it, and its status."""
+
+    series: Series  # every point, the disturbed ones included
+    verdict: SeriesVerdict  # on the points measured undisturbed
+    status: str
+    alert: Alert | None = None  # its active regression, when reported
+
+    @property
+    def commits(self) -> int:
+        """Commits that count: those not measured on a disturbed machine."""
+        return int((~disturbed_of(self.series.points)).sum())
+
+    @property
+    def disturbed(self) -> tuple[str, ...]:
+        """Commits measured on a disturbed machine (left out of detection), oldest first."""
+        flags = disturbed_of(self.series.points)
+        if not flags.any():
+            return ()
+        return tuple(p.commit for p in self.series.points if p.disturbed)
+
+    @property
+    def newest_disturbed(self) -> bool:
+        flags = disturbed_of(self.series.points)
+        return bool(len(flags)) and bool(flags[-1])
+
+    @property
+    def needed(self) -> int:
+        """Commits the series needs for a verdict: an exact counter needs no noise estimate."""
+        return needed(self.series)
+
+def needed(series: Series) -> int:
+    """Commits ``series`` needs before it gets a verdict."""
+    return detector.least_points(series.rule == EXACT)
+
+
+@dataclass(frozen=True)
+class Report:
+    alerts: list[Alert]  # active regressions, or every change point with --history
+    checked: list[Checked]  # every series, with its status
+    history_mode: bool
+    settings: Settings
+    off_branch_files: int
+    canary: Canary = Canary()  # the machine canary's readings (none: nothing disturbed)
+    history: History | None = None  # the first-parent history the series were ordered by
+
+    @property
+    def alpha(self) -> float:
+        return self.settings.alpha
+
+    @property
+    def threshold(self) -> float:
+        return self.settings.threshold
+
+    @property
+    def count_threshold(self) -> float:
+        return self.settings.count_threshold
+
+    def threshold_for(self, series: Series) -> float | None:
+        """The smallest change worth an alert on ``series``; None for an exact counter, on
+        which any increase is one."""
+        return self.settings.threshold_for(series.rule)
+
+    @property
+    def rules(self) -> set[str]:
+        """How the series checked are judged (series.TIME, COUNT, EXACT)."""
+        return {c.series.rule for c in self.checked}
+
+    @property
+    def series_count(self) -> int:
+        return len(self.checked)
+
+    @property
+    def regressions(self) -> list[Alert]:
+        """The alerts that are regressions (with --history, improvements are alerts too)."""
+        return [a for a in self.alerts if a.direction == "regression"]
+
+    def count(self, status: str) -> int:
+        return sum(c.status == status for c in self.checked)
+
+    @property
+    def disturbed_points(self) -> int:
+        return sum(len(c.disturbed) for c in self.checked)

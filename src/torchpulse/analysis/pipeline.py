@@ -1,0 +1,88 @@
+"""The alert's pipeline: a project's series loaded (through the results index), the
+canary's rule applied, the series judged (torchpulse.analysis.judge, with the verdict cache
+and the confirmation ledger), and the functions that grew added to each instruction alert
+from the stored profiles."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+from torchpulse.analysis import verdicts as verdicts_cache
+from torchpulse.analysis.disturbance import assess
+from torchpulse.analysis.judge import evaluate
+from torchpulse.analysis.ledger import DEFAULT as DEFAULT_LEDGER
+from torchpulse.analysis.ledger import Ledger, read_ledger
+from torchpulse.analysis.model import Alert, Report
+from torchpulse.analysis.series import COUNT, SeriesError, SeriesKey, load_series, rule_of
+from torchpulse.analysis.settings import DEFAULTS, Settings
+from torchpulse.instructions import profiles
+from torchpulse.results import index as results_index
+from torchpulse.results.gitrepo import GitError
+from torchpulse.results.project import Project
+
+
+def run(project: Project, *, machine: str | None = None, branch: str | None = None,
+        since: str | None = None, settings: Settings = DEFAULTS,
+        history_mode: bool = False, confirmed: Ledger | None = None) -> Report:
+    """Load the series of ``project``'s results tree and evaluate them; ``confirmed`` (default:
+    the project's ledger file, when there is one) says which steps were measured twice."""
+    if confirmed is None:
+        confirmed = read_ledger(project.root / DEFAULT_LEDGER)
+    history = project.history(branch)
+    since_sha = None
+    if since is not None:
+        try:
+            since_sha = project.resolve(since)
+        except GitError as exc:
+            raise SeriesError(f"--since: {exc}") from None
+        if since_sha not in history.position:
+            raise SeriesError(f"--since: commit {since_sha[:8]} is not on the first-parent "
+                              "history of the branch")
+    where = results_index.location(project.root, project.results_dir)
+    series, off_branch = load_series(project.results_dir, history, machine, index=where)
+    series, canary = assess(series)
+    report = evaluate(series, history, settings=settings, since=since_sha,
+                      history_mode=history_mode, off_branch_files=off_branch, canary=canary,
+                      confirmed=confirmed, cache=verdicts_cache.Cache(where))
+    return with_functions(report, profiles.folder(project.root))
+
+
+def _workload(key: SeriesKey) -> str | None:
+    """The workload an instruction series counts: its one parameter, asv's repr string."""
+    if len(key.params) != 1:
+        return None
+    try:
+        value = ast.literal_eval(key.params[0])
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def with_functions(report: Report, where: Path) -> Report:
+    """``report`` with each alert on an instruction series naming the functions that grew
+    most between the profiles stored in ``where`` for its previous commit and its commit
+    (none where either profile is missing)."""
+    cache: dict[tuple[str, str], dict | None] = {}
+
+    def profile(commit: str, env: str) -> dict | None:
+        if (commit, env) not in cache:
+            cache[(commit, env)] = profiles.read(where, commit, env)
+        return cache[(commit, env)]
+
+    def attach(alert: Alert | None) -> Alert | None:
+        if alert is None or rule_of(alert.unit) != COUNT:
+            return alert
+        workload = _workload(alert.key)
+        before = profile(alert.previous_commit, alert.key.env)
+        after = profile(alert.commit, alert.key.env)
+        if workload is None or not before or not after or workload not in before \
+                or workload not in after:
+            return alert
+        found = profiles.differences(before[workload], after[workload])
+        return dataclasses.replace(alert, functions=found) if found else alert
+
+    return dataclasses.replace(
+        report, alerts=[attach(a) for a in report.alerts],
+        checked=[dataclasses.replace(c, alert=attach(c.alert)) for c in report.checked])
