@@ -18,7 +18,6 @@ from asvproject import tree_bytes
 
 from torchpulse import dashboard
 from torchpulse.analysis import remeasure
-from torchpulse.analysis.disturbance import Remeasure
 from torchpulse.analysis.model import OK, TOO_FEW
 from torchpulse.analysis.settings import Settings
 from torchpulse.cli import main
@@ -167,7 +166,7 @@ def test_re_measurement_takes_two_passes_at_most(project, built, monkeypatch, pl
     def plan(proj, **kwargs):
         calls.append(kwargs)
         left = len(calls) <= planned
-        return remeasure.Plan(Remeasure((commit,) if left else (), ("synthetic.Noise",)),
+        return remeasure.Plan(remeasure.Remeasure((commit,) if left else (), ("synthetic.Noise",)),
                               ("disturbed",) if left else (), kwargs["done"], False)
 
     monkeypatch.setattr(remeasure, "plan", plan)

@@ -11,7 +11,7 @@ from asv.results import Results
 from clirun import exit_code
 
 from torchpulse import reports
-from torchpulse.analysis import disturbance, summary
+from torchpulse.analysis import disturbance, remeasure
 from torchpulse.analysis.detector import Point
 from torchpulse.analysis.judge import evaluate
 from torchpulse.analysis.model import OK, REGRESSION
@@ -19,7 +19,7 @@ from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.evaluation import synthetic
 from torchpulse.results.gitrepo import History
 from torchpulse.results.project import Project
-from torchpulse.site import page
+from torchpulse.site import page, summary
 
 CANARY = "bench_rnns." + disturbance.CANARY_METHOD
 LEVEL = 0.017
@@ -455,7 +455,7 @@ def test_remeasure_names_the_disturbed_commits_benchmarks_and_canaries():
                       name="bench_cnns.ResNet.time_backward")
     flagged, _ = disturbance.assess([readings, lstm, resnet])
     order = {f"c{i}": i for i in range(6)}
-    plan = disturbance.remeasure(flagged, order)
+    plan = remeasure.disturbed(flagged, order)
     assert plan.commits == ("c1", "c2", "c3", "c4")
     assert plan.benchmarks == ("bench_cnns.ResNet.time_backward",
                                "bench_rnns.LSTM.time_forward")
@@ -466,11 +466,11 @@ def test_remeasure_names_the_disturbed_commits_benchmarks_and_canaries():
     left = {"bench_compile.MachineCanary.time_reference", "bench_rnns.LSTM.time_backward",
             "bench_compile.CompileZoo.track_failure_rate", "external.bench_x.time_forward"}
     assert all(regex.search(n) for n in chosen) and not any(regex.search(n) for n in left)
-    assert disturbance.remeasure(flagged, order, {"c3", "c5"}).commits == ("c3",)
-    zoo = disturbance.Remeasure(("c1",), ("bench_compile.CompiledModel.track_step_time",))
+    assert remeasure.disturbed(flagged, order, {"c3", "c5"}).commits == ("c3",)
+    zoo = remeasure.Remeasure(("c1",), ("bench_compile.CompiledModel.track_step_time",))
     assert re.search(zoo.bench_regex(), "bench_compile.MachineCanary.time_reference")
     quiet, _ = disturbance.assess([canary([LEVEL] * 6, range(0, 600, 100)), lstm])
-    assert disturbance.remeasure(quiet, order).commits == ()
+    assert remeasure.disturbed(quiet, order).commits == ()
 
 
 def test_disturbed_command_writes_the_hashfile(tmp_path, capsys):

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from torchpulse.analysis import summary
 from torchpulse.analysis.detector import Point, exact
 from torchpulse.cli import main
 from torchpulse.evaluation import project as evaluation_project
@@ -16,7 +15,7 @@ from torchpulse.files import write_json_atomically
 from torchpulse.instructions import profiles
 from torchpulse.results import asv_results
 from torchpulse.results.project import Project
-from torchpulse.site import page
+from torchpulse.site import page, summary
 
 COMMITS = 12
 STEP_AT = 9  # a +2 % step, held by the last three commits

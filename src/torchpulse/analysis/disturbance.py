@@ -51,12 +51,11 @@ import bisect
 import dataclasses
 import itertools
 import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from torchpulse.analysis.columns import PointColumns, disturbed_of
+from torchpulse.analysis.columns import PointColumns
 from torchpulse.analysis.detector import MAD_TO_SD, Point
 from torchpulse.analysis.series import Series
 
@@ -262,45 +261,3 @@ def _disturbed_columns(points: PointColumns, readings: list[Reading],
         i = np.where(near, i, len(readings))  # the sentinel: never slow
         flags |= np.where(commits[i] == own, slow[i], last_slow[i])
     return flags & timed
-
-
-@dataclass(frozen=True)
-class Remeasure:
-    """What to measure again: the commits with a disturbed point, and the benchmarks
-    disturbed at any of them (full asv names)."""
-
-    commits: tuple[str, ...]  # oldest first
-    benchmarks: tuple[str, ...]
-
-    def union(self, other: Remeasure, order: dict[str, int]) -> Remeasure:
-        """Both plans in one: their commits (ordered by ``order``) and benchmarks."""
-        commits = set(self.commits) | set(other.commits)
-        return Remeasure(tuple(sorted(commits, key=lambda c: order.get(c, -1))),
-                         tuple(sorted(set(self.benchmarks) | set(other.benchmarks))))
-
-    def bench_regex(self) -> str:
-        """An ``asv run --bench`` expression for those benchmarks and every canary, so the
-        new points get readings of their own around them; the compile zoo's canary only when
-        a compile benchmark is disturbed, since it brings the zoo's setup_cache (minutes)
-        with it."""
-        zoo = any(name.startswith(ZOO_SUITE + ".") for name in self.benchmarks)
-        canaries = (r"\w+" if zoo else rf"(?!{ZOO_SUITE}\.)\w+") + re.escape(
-            "." + CANARY_METHOD)
-        names = [re.escape(n) for n in self.benchmarks]
-        return "^(?:" + "|".join([*names, canaries]) + ")"
-
-
-def remeasure(series: list[Series], order: dict[str, int],
-              commits: set[str] | None = None) -> Remeasure:
-    """The commits (among ``commits``, default all) where ``series`` hold disturbed points,
-    ordered by ``order`` (a commit's position in the history), and the benchmarks to run."""
-    found: set[str] = set()
-    names: set[str] = set()
-    for s in series:
-        if not disturbed_of(s.points).any():  # most series: no point made to find out
-            continue
-        for p in s.points:
-            if p.disturbed and (commits is None or p.commit in commits):
-                found.add(p.commit)
-                names.add(s.key.benchmark)
-    return Remeasure(tuple(sorted(found, key=order.__getitem__)), tuple(sorted(names)))

@@ -1,5 +1,5 @@
 """The confirmation ledger: which (commit, benchmark) pairs were chosen to be measured once
-more because their step rested on one run (torchpulse.analysis.confirm), and when the
+more because their step rested on one run (torchpulse.analysis.remeasure), and when the
 measurement that the second one replaces had started. One "sha benchmark started-ms" line a
 pair.
 

@@ -42,7 +42,7 @@ class Alert:
     # counted): the step may lie at any of them as well as at ``commit``
     disturbed_before: tuple[str, ...] = ()
     # measured once more at ``commit`` because the step rested on one run, and it showed
-    # again (the confirmation ledger, torchpulse.analysis.confirm)
+    # again (the confirmation ledger, torchpulse.analysis.remeasure)
     confirmed: bool = False
     # (first, last) commits of each drift in the rise: the level rose over those commits
     # rather than at one of them (torchpulse.analysis.detector.drift)

@@ -11,7 +11,6 @@ from urllib.parse import quote
 from torchpulse.analysis.detector import least_points
 from torchpulse.analysis.model import STATUSES, Alert, Report
 from torchpulse.analysis.series import COUNT, SeriesKey
-from torchpulse.analysis.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 from torchpulse.reports.phrases import (
     after_text,
     canary_lines,
@@ -29,6 +28,7 @@ from torchpulse.reports.phrases import (
 )
 from torchpulse.site import sparkline
 from torchpulse.site.names import ALERTS_JSON, PAGE  # noqa: F401 (page.PAGE, as before)
+from torchpulse.site.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
 
 _ICON = '<link rel="icon" href="swallow.ico">'  # asv's, beside index.html
 

@@ -18,7 +18,7 @@ from torchpulse.site import assets, sanitize, target
 from torchpulse.site.names import ALERTS_JSON, PAGE
 
 if TYPE_CHECKING:
-    from torchpulse.analysis.summary import Summary
+    from torchpulse.site.summary import Summary
 
 # The analysis and the pages (numpy, scipy: most of a second to import) are imported once
 # asv publish has started, so that its graphs and that import overlap.
@@ -62,7 +62,7 @@ def _finish_asv_publish(proc: subprocess.Popen) -> None:
 
 def _summarise(project: Project, settings: dict[str, object] | None = None
                ) -> tuple[Summary | None, str | None]:
-    from torchpulse.analysis.summary import build
+    from torchpulse.site.summary import build
 
     try:
         return build(project, **(settings or {})), None

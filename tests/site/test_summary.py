@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from asv.results import Results
 
-from torchpulse.analysis import summary
 from torchpulse.analysis.detector import Noise, Point, SeriesVerdict
 from torchpulse.analysis.model import Checked
 from torchpulse.analysis.series import Series, SeriesKey
@@ -17,6 +16,7 @@ from torchpulse.evaluation import synthetic
 from torchpulse.reports.phrases import status_text
 from torchpulse.results.project import Project
 from torchpulse.site import page as summary_page
+from torchpulse.site import summary
 
 
 @pytest.fixture(scope="module")

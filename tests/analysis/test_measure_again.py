@@ -10,7 +10,7 @@ from clirun import exit_code
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torchpulse.analysis import confirm, ledger, summary
+from torchpulse.analysis import ledger, remeasure
 from torchpulse.analysis.detector import Point
 from torchpulse.analysis.judge import evaluate
 from torchpulse.analysis.model import REGRESSION
@@ -19,7 +19,7 @@ from torchpulse.evaluation import detectors, synthetic
 from torchpulse.results import asv_results
 from torchpulse.results.gitrepo import History
 from torchpulse.results.project import Project
-from torchpulse.site import page
+from torchpulse.site import page, summary
 
 N = 12
 QUIET = [0.010 * (1 + 0.01 * ((i * 7) % 5 - 2)) for i in range(N)]
@@ -42,10 +42,10 @@ def test_a_step_at_the_newest_commit_alone_is_seen_once():
     found = report(once, twice)
     by = {c.series.key.benchmark: c for c in found.checked}
     assert all(c.status == REGRESSION for c in by.values())
-    assert confirm.seen_once(by["bench_rnns.LSTM.time_forward"]).commit == "c11"
-    assert confirm.seen_once(by["bench_cnns.ResNet.time_forward"]) is None  # two runs agree
-    pending = confirm.due(found, {})
-    plan = confirm.plan(pending, found.history.position)
+    assert remeasure.seen_once(by["bench_rnns.LSTM.time_forward"]).commit == "c11"
+    assert remeasure.seen_once(by["bench_cnns.ResNet.time_forward"]) is None  # two runs agree
+    pending = remeasure.due(found, {})
+    plan = remeasure.confirming(pending, found.history.position)
     assert plan.commits == ("c11",) and plan.benchmarks == ("bench_rnns.LSTM.time_forward",)
     # stamped with the start of the measurement a second one is to replace
     assert pending == {("c11", "bench_rnns.LSTM.time_forward"): 11000}
@@ -54,9 +54,9 @@ def test_a_step_at_the_newest_commit_alone_is_seen_once():
 def test_measured_again_already_imported_or_outside_the_window_is_not_planned():
     found = report(series(QUIET[:-1] + [0.015]),
                    series(QUIET[:-1] + [0.015], name="external.pep.time_x", seconds=None))
-    assert confirm.seen_once(found.checked[1]) is None  # an import: no asv job to re-run
-    assert confirm.due(found, {("c11", "bench_rnns.LSTM.time_forward"): 11000}) == {}
-    assert confirm.due(found, {}, commits={"c10"}) == {}
+    assert remeasure.seen_once(found.checked[1]) is None  # an import: no asv job to re-run
+    assert remeasure.due(found, {("c11", "bench_rnns.LSTM.time_forward"): 11000}) == {}
+    assert remeasure.due(found, {}, commits={"c10"}) == {}
 
 
 def test_an_instruction_count_step_is_not_measured_again():
@@ -65,15 +65,15 @@ def test_an_instruction_count_step_is_not_measured_again():
     counts.unit = "instructions"
     found = report(counts)
     assert found.checked[0].status == REGRESSION
-    assert confirm.seen_once(found.checked[0]) is None
-    assert confirm.due(found, {}) == {}
+    assert remeasure.seen_once(found.checked[0]) is None
+    assert remeasure.due(found, {}) == {}
 
 
 def test_a_disturbed_newest_point_is_left_to_the_canary():
     # the newest point is left out of detection: the step then rests on nothing
     found = report(series(QUIET[:-1] + [0.015], disturbed={N - 1}))
     assert found.checked[0].status != REGRESSION
-    assert confirm.due(found, {}) == {}
+    assert remeasure.due(found, {}) == {}
 
 
 def test_ledger_round_trip_and_malformed_lines(tmp_path):
