@@ -345,7 +345,7 @@ def test_an_exactly_constant_series_is_ok_at_the_noise_floor(value):
     assert [c.index for c in analyse(stepped).change_points] == [30]
     tiny = [Point(f"c{i}", value * (1.0002 if i >= 30 else 1.0)) for i in range(40)]
     assert analyse(tiny).change_points == ()
-    assert analyse(stepped, floor=0.05).change_points == ()  # the user's floor
+    assert analyse(stepped, noise_floor=0.05).change_points == ()  # the user's floor
 
 
 def test_a_timer_that_rounds_to_a_coarse_tick_has_no_change_point():

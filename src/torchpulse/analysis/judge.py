@@ -75,7 +75,7 @@ def _analyse(series: Series, settings: Settings) -> SeriesVerdict:
     # Points: the detector reads them one by one
     return detector.verdict(list(series.points), exact_counter=series.rule == EXACT,
                             alpha=settings.alpha, threshold=settings.threshold_for(series.rule),
-                            floor=settings.noise_floor)
+                            noise_floor=settings.noise_floor)
 
 
 def _status(verdict: SeriesVerdict, points: int, alert: Alert | None, least: int) -> str:

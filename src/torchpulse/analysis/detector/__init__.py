@@ -68,13 +68,13 @@ __all__ = ["MAD_TO_SD", "MIN_POINTS", "ChangePoint", "Drift", "Noise", "Point", 
 
 
 def verdict(points: Sequence[Point], *, exact_counter: bool, alpha: float,
-            threshold: float | None, floor: float) -> SeriesVerdict:
+            threshold: float | None, noise_floor: float) -> SeriesVerdict:
     """What detection concludes about a series: an exact counter's (any increase is a
     regression; ``threshold`` None) by exact.analyse, any other by analyse."""
     if exact_counter:
         return exact.analyse(points)
     assert threshold is not None
-    return analyse(points, alpha=alpha, threshold=threshold, floor=floor)
+    return analyse(points, alpha=alpha, threshold=threshold, noise_floor=noise_floor)
 
 
 def least_points(exact_counter: bool) -> int:

@@ -29,12 +29,12 @@ from torchpulse.analysis.detector.noise import (
     diff_sd,
     find_spikes,
     heavy_tailed,
-    noise_floor,
     residual_sd,
     run_levels,
     winsorise_running,
     winsorise_segments,
 )
+from torchpulse.analysis.detector.noise import noise_floor as least_noise
 from torchpulse.analysis.detector.significance import (
     MDE_COMMITS_AFTER,
     POWER_Z,
@@ -91,11 +91,11 @@ def _back(linear: bool) -> Callable[[float], float]:
 
 
 def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.05,
-            floor: float = DEFAULT_NOISE_FLOOR) -> SeriesVerdict:
+            noise_floor: float = DEFAULT_NOISE_FLOOR) -> SeriesVerdict:
     """Detect the change points of one series (points oldest first) and decide whether a
-    regression is active at the newest point. ``floor``: the least relative noise any
-    series is taken to have (see noise_floor)."""
-    scaled = _scaled(points, floor)
+    regression is active at the newest point. ``noise_floor``: the least relative noise any
+    series is taken to have (see noise.noise_floor)."""
+    scaled = _scaled(points, noise_floor)
     if len(points) < MIN_POINTS:  # too few runs to know the between-run noise: no verdict
         noise = Noise(_relative(scaled.sigma0, scaled.ref),
                       scaled.within_cv and _relative(scaled.within_cv, scaled.ref),
@@ -133,7 +133,7 @@ def _scaled(points: Sequence[Point], relative_floor: float) -> _Scaled:
     within_cv = float(np.median(within)) if len(within) else None
     # relative quantities of a linear series are fractions of its typical level
     ref = float(np.median(np.abs(levels))) if linear and len(points) else 1.0
-    floor = noise_floor(points, linear, ref, within_cv, relative_floor, measured)
+    floor = least_noise(points, linear, ref, within_cv, relative_floor, measured)
     # exact: the levels never move but for steps (a deterministic metric); every move is real
     between = diff_sd(levels)
     return _Scaled(levels, linear, ref, within_cv, floor, max(between, floor), between == 0.0)
