@@ -81,7 +81,8 @@ def cmd_evaluate_detection(args: argparse.Namespace) -> int:
         seed=args.seed, alpha=args.alpha, threshold=args.threshold, use_asv=not args.no_asv,
         otava_venv=None if args.no_otava else Path(args.otava_venv),
         keep=Path(args.keep) if args.keep else None,
-        families=("synthetic", "shapes") if args.family == "both" else (args.family,),
+        families={"both": ("synthetic", "shapes"), "all": ("synthetic", "shapes", "moving")
+                  }.get(args.family, (args.family,)),
         shape_commits=args.shape_commits)
     text, met = evaluation.evaluate(
         options, progress=lambda line: print(f"[evaluate-detection] {line}", file=sys.stderr,
@@ -174,13 +175,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "environment for Apache Otava, created when missing (default: .venv-otava)")
     p.add_argument("--no-otava", action="store_true", help="skip Otava")
     p.add_argument("--no-asv", action="store_true", help="skip asv's detector (asv publish)")
-    p.add_argument("--family", choices=("both", "synthetic", "shapes"), default="both",
+    p.add_argument("--family", choices=("both", "synthetic", "shapes", "moving", "all"),
+                   default="both",
                    help="which series to judge: the synthetic generator's (steps, noise, "
                    "dips, toggles ...), the shapes it never makes (counts, constants, coarse "
-                   "timers, heavy tails, bimodal runs, missing commits, drifts), or both "
-                   "(default)")
+                   "timers, heavy tails, bimodal runs, missing commits, drifts), both of "
+                   "those (default), the series that move for other reasons (quotes, random "
+                   "walks, smooth trends, AR(1) noise, seasons, outliers and excursions), or "
+                   "all three")
     p.add_argument("--shape-commits", type=positive_int, default=100,
-                   help="commits per series of the shapes family (default: 100)")
+                   help="commits per series of the shapes and moving families (default: 100)")
     p.add_argument("--keep", metavar="DIR", help="build the projects in DIR and keep them")
     add_output(p, "also write the tables to FILE")
     p.set_defaults(func=cmd_evaluate_detection)

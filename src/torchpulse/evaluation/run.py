@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from torchpulse.analysis.defaults import DEFAULT_ALPHA, DEFAULT_THRESHOLD
+from torchpulse.evaluation import moving, shapes, synthetic
 from torchpulse.evaluation import project as evaluation_project
-from torchpulse.evaluation import shapes, synthetic
 from torchpulse.evaluation.detectors import (
     EvaluationError,
     alert_json,
@@ -20,7 +20,7 @@ from torchpulse.evaluation.detectors import (
     stored_values,
 )
 from torchpulse.evaluation.scoring import score, score_shapes
-from torchpulse.evaluation.tables import report, shape_report
+from torchpulse.evaluation.tables import moving_report, report, shape_report
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Options:
     otava_venv: Path | None = Path(".venv-otava")  # None: leave Otava out
     keep: Path | None = None  # build the project here and keep it
     families: tuple[str, ...] = ("synthetic", "shapes")  # which families of series to run
-    shape_commits: int = 100  # commits of the shapes family (per_cell series a cell)
+    shape_commits: int = 100  # commits of the shapes and moving families
 
 
 def evaluate(options: Options, progress: Callable[[str], None]) -> tuple[str, bool]:
@@ -52,6 +52,10 @@ def evaluate(options: Options, progress: Callable[[str], None]) -> tuple[str, bo
         met = met and ok
     if "shapes" in options.families:
         text, ok = evaluate_shapes(options, progress)
+        texts.append(text)
+        met = met and ok
+    if "moving" in options.families:
+        text, ok = evaluate_moving(options, progress)
         texts.append(text)
         met = met and ok
     return "\n".join(texts), met
@@ -81,23 +85,34 @@ def evaluate_synthetic(options: Options, progress: Callable[[str], None]) -> tup
 def evaluate_shapes(options: Options, progress: Callable[[str], None]) -> tuple[str, bool]:
     """Build the shapes project, run torchpulse alert (active and --history) on it and score
     it: the markdown report, and whether the shape targets were met."""
-    with tempfile.TemporaryDirectory(prefix="torchpulse-shapes-") as tmp:
-        project = (options.keep / "shapes") if options.keep is not None else Path(tmp)
+    return _evaluate_family("shapes", shapes.build, shape_report, options, progress)
+
+
+def evaluate_moving(options: Options, progress: Callable[[str], None]) -> tuple[str, bool]:
+    """The same for the moving family (torchpulse.evaluation.moving)."""
+    return _evaluate_family("moving", moving.build, moving_report, options, progress)
+
+
+def _evaluate_family(name: str, build: Callable[..., list], write: Callable[..., tuple],
+                     options: Options, progress: Callable[[str], None]) -> tuple[str, bool]:
+    """Build a family's project, run torchpulse alert (active and --history) on it and score
+    it with the shapes' scoring: ``write``'s report, and whether its targets were met."""
+    with tempfile.TemporaryDirectory(prefix=f"torchpulse-{name}-") as tmp:
+        project = (options.keep / name) if options.keep is not None else Path(tmp)
         project.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        truths = shapes.build(project, commits=options.shape_commits,
-                              per_cell=options.per_cell, seed=options.seed,
-                              nulls=options.noise_series)
-        progress(f"{len(truths)} shaped series x {options.shape_commits} commits written to "
+        truths = build(project, commits=options.shape_commits, per_cell=options.per_cell,
+                       seed=options.seed, nulls=options.noise_series)
+        noun = "shaped series" if name == "shapes" else f"{name} series"
+        progress(f"{len(truths)} {noun} x {options.shape_commits} commits written to "
                  f"{project} ({time.perf_counter() - started:.0f} s)")
         alert_options = ["--alpha", str(options.alpha), "--threshold", str(options.threshold)]
         started = time.perf_counter()
         history_view = alert_json(project, [*alert_options, "--history"])
         active_view = alert_json(project, alert_options)
         took = time.perf_counter() - started
-        progress(f"torchpulse on the shapes: {took:.1f} s")
+        progress(f"torchpulse on the {name}: {took:.1f} s")
         history = evaluation_project.history(project)
         cells, matching = score_shapes(truths, history_view, active_view, history,
                                        stored_values(project, history))
-    return shape_report(len(truths), options.shape_commits, options.seed, took, cells,
-                        matching)
+    return write(len(truths), options.shape_commits, options.seed, took, cells, matching)

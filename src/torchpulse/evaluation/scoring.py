@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from torchpulse.evaluation import shapes
+from torchpulse.evaluation import moving, shapes
 from torchpulse.evaluation.detectors import Found
 from torchpulse.evaluation.shapes import NULL_SHAPES, best_split
 from torchpulse.evaluation.synthetic import DISTANCES, NOISE_CVS, STEP_SIZES, Truth
@@ -194,3 +194,20 @@ def shape_targets(cells: dict[tuple, ShapeScore]) -> list[tuple[str, float, str,
          "allow): located within 3 commits", located, f">= {bound * 100:.1f} % - 2.5",
          located >= bound - 0.025),
     ]
+
+
+def moving_targets(cells: dict[tuple, ShapeScore]) -> list[tuple[str, float, str, bool]]:
+    """Per kind of the moving family: null series with any change point (< 1 %), and planted
+    steps of 3 deviations or more located within SHAPE_LOCATED commits (>= 90 %)."""
+    out = []
+    for kind in moving.KINDS:
+        null = cells.get((kind, "none", 0.0, 0), ShapeScore())
+        steps = [c for (shape, change, size, _), c in cells.items()
+                 if shape == kind and change == "step" and size >= 3 * moving.SIGMA - 1e-12]
+        located = sum(c.located for c in steps) / max(sum(c.series for c in steps), 1)
+        share = null.share(null.any_change)
+        out += [(f"{kind}: null series with any change point", share, "< 1 %",
+                 null.series > 0 and share < 0.01),
+                (f"{kind}: steps of 3+ deviations located within {SHAPE_LOCATED} commits",
+                 located, ">= 90 %", bool(steps) and located >= 0.90)]
+    return out
