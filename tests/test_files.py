@@ -54,3 +54,26 @@ def test_restore_puts_back_what_snapshot_saw_and_counts_it(tmp_path):
     assert files.restore(before) == 2  # "same" is not rewritten
     assert kept.read_bytes() == b"old" and not absent.exists() and same.read_bytes() == b"same"
     assert files.restore(before) == 0
+
+
+def test_only_a_regular_file_of_bounded_size_is_read(tmp_path):
+    """A FIFO is refused without waiting on a writer, a link to /dev/zero without reading
+    it, a file over the bound without reading past it; a link to a regular file is read."""
+    import pytest
+
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(b"x" * 100)
+    link = tmp_path / "link.json"
+    link.symlink_to(plain)
+    assert files.read_regular(link, 100) == b"x" * 100
+    files.check_regular(link, 100)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    for path, says in ((fifo, "not a regular file"), (zero, "not a regular file"),
+                       (plain, "more than the 99")):
+        with pytest.raises(OSError, match=says):
+            files.read_regular(path, 99)
+        with pytest.raises(OSError, match=says.replace("more than the 99", "more than the")):
+            files.check_regular(path, 99)

@@ -24,7 +24,7 @@ from torchpulse.analysis.model import TOO_FEW, Report
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.errors import TorchpulseError
 from torchpulse.files import restore, snapshot, write_text_atomically
-from torchpulse.results import gitrepo
+from torchpulse.results import asv_results, gitrepo
 from torchpulse.results.external import measured_on
 from torchpulse.results.project import Project
 from torchpulse.results.record import asv_environment
@@ -136,7 +136,12 @@ def commits_to_measure(project: Project, options: Options) -> list[str]:
 
 def check_options(project: Project, options: Options) -> None:
     """What asv or the alert would refuse only after the measuring: a --bench that is no
-    regular expression, a --since that names no commit of the branch's history."""
+    regular expression, a --since that names no commit of the branch's history, a results
+    tree holding a file asv would hang on (a FIFO) or read without end (/dev/zero)."""
+    try:
+        asv_results.check_tree(project.results_dir)
+    except asv_results.ResultsFileError as exc:
+        raise DashboardError(str(exc)) from None
     if options.bench is not None:
         try:
             re.compile(options.bench)

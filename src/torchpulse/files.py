@@ -1,7 +1,8 @@
 """Writing files all or nothing: the content goes to a temporary file beside the target, which
 is flushed and then renamed over it, so a reader sees the old file or the new one, never half
 of one. The file keeps the mode it had, or gets the user's usual one (0666 less the umask).
-Standard library only."""
+And reading what a tree holds only where it is a regular file of bounded size: a FIFO there
+blocks a read for good, a link to /dev/zero never ends. Standard library only."""
 
 from __future__ import annotations
 
@@ -29,6 +30,36 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_regular(path: Path, limit: int) -> None:
+    """OSError unless ``path`` (a link followed) is a regular file of at most ``limit``
+    bytes: asked before a reader that opens the file itself (asv's)."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(f"{path}: not a regular file")
+    if st.st_size > limit:
+        raise OSError(f"{path}: {st.st_size} bytes, more than the {limit} read")
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of ``path`` (a link followed) when it is a regular file of at most
+    ``limit`` bytes; OSError otherwise. Opened without waiting: a FIFO is refused, not
+    waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path}: not a regular file")
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise OSError(f"{path}: more than the {limit} bytes read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def snapshot(paths: Iterable[Path]) -> dict[Path, bytes | None]:

@@ -22,11 +22,14 @@ from asv.results import Results, get_filename
 from asv.runner import BenchmarkResult
 
 from torchpulse.errors import TorchpulseError
+from torchpulse.files import check_regular
 
 # the asv whose Results API this module was written against (tests/results checks it)
 ASV_VERSION = "0.6.6"
 
 Row = tuple[tuple[str, ...], object, list[float] | None]  # (params, value, samples)
+# the largest results file read: asv writes a few MB for thousands of benchmarks
+MAX_FILE_BYTES = 256 * 2**20
 
 
 class ResultsFileError(TorchpulseError, ValueError):
@@ -46,7 +49,8 @@ def load_with_rows(path: Path, machine: str | None = None
                    ) -> tuple[Results, dict[str, list[Row]]]:
     """``load``, and every benchmark's ``rows``, which the check reads anyway."""
     try:
-        results = Results.load(str(path), machine_name=machine)
+        check_regular(path, MAX_FILE_BYTES)  # a FIFO would hang asv's open, /dev/zero fill
+        results = Results.load(str(path), machine_name=machine)  # the memory
         return results, _checked_rows(results)
     except _SHAPE_ERRORS as exc:  # asv reads a file of the wrong shape with no check
         raise ResultsFileError(f"{path}: not an asv results file ({exc})") from None
@@ -68,6 +72,23 @@ def _checked_rows(results: Results) -> dict[str, list[Row]]:
             raise TypeError(f"the parameters of {name} are not lists of text")
         out[name] = list(rows(results, name))
     return out
+
+
+def check_tree(results_dir: Path) -> None:
+    """ResultsFileError unless every JSON file asv reads in ``results_dir`` (its machines'
+    files, benchmarks.json) is a regular file of bounded size: asked before asv runs over
+    the tree, which would wait on a FIFO for good and read a link to /dev/zero until the
+    memory runs out. Cheap: one stat a file, nothing read."""
+    if not results_dir.is_dir():
+        return
+    for path in [results_dir / "benchmarks.json", *sorted(results_dir.glob("*/*.json"))]:
+        try:
+            check_regular(path, MAX_FILE_BYTES)
+        except FileNotFoundError:
+            continue  # a dangling link or a file gone since: asv skips it too
+        except OSError as exc:
+            raise ResultsFileError(f"{exc}; asv would hang on it or read it without end: "
+                                   "remove it") from None
 
 
 def new(params: dict[str, str], commit: str, date_ms: int, python: str,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchpulse.errors import TorchpulseError
+from torchpulse.results import asv_results
 from torchpulse.results.project import Project
 from torchpulse.site import assets, sanitize, target
 from torchpulse.site.names import ALERTS_JSON, PAGE
@@ -103,6 +104,7 @@ def _publish(project: Project, node_modules: Path, html: Path, range_spec: str |
     scratch = target.scratch(html)
     try:
         progress("== asv publish")
+        asv_results.check_tree(project.results_dir)
         proc = _start_asv_publish(project.config, scratch, range_spec, pull)
         try:
             # while asv draws its graphs: the check that stops it on an infinity (it would
