@@ -519,3 +519,50 @@ def test_the_running_median_winsorises_as_one_median_a_commit():
             x = rng.standard_normal(n) * rng.choice([0.01, 1.0, 10.0])
             cut = float(rng.uniform(0.0, 2.0))
             assert winsorise_running(x, cut, news).tolist() == reference(x, cut, news).tolist()
+
+
+def _moving(kind, seed, n=100, step_at=None):
+    from torchpulse.evaluation import moving
+    from torchpulse.evaluation.shapes import ShapeTruth
+
+    truth = ShapeTruth("b", "'0'", kind, "step" if step_at else "none",
+                       5 * moving.SIGMA if step_at else 0.0, step_at or -1)
+    values = moving.draw(truth, n, np.random.default_rng(seed))
+    return [Point(f"c{i}", v) for i, v in enumerate(values)]
+
+
+def test_wander_tells_wandering_noise_from_white_noise_and_from_a_step():
+    from torchpulse.analysis.detector.noise import wander
+
+    def mean_wander(kind, **kw):
+        return np.mean([wander(np.log([p.value for p in _moving(kind, s, 400, **kw)]))
+                        for s in range(8)])
+
+    assert abs(mean_wander("outliers")) < 0.15  # white noise, outliers and all
+    assert mean_wander("ar1-0.6") == pytest.approx(0.6, abs=0.15)
+    assert mean_wander("ar1-0.9") == pytest.approx(0.9, abs=0.15)
+    assert mean_wander("walk") == pytest.approx(1.0, abs=0.15)
+    assert mean_wander("seasonal") > 0.5  # a weekly cycle moves smoothly too
+    # a step in white noise is one large difference, not a wander
+    white_step = [np.log([p.value for p in make(step(200, 100, 0.05), samples=1, seed=s)])
+                  for s in range(8)]
+    assert abs(np.mean([wander(x) for x in white_step])) < 0.15
+
+
+def test_autocorrelated_noise_widens_the_noise_instead_of_drawing_change_points(monkeypatch):
+    """AR(1) noise at phi 0.6 drew a change point in most null series of 100 commits (1.2
+    a series); its wander now widens the noise. White noise with a step is judged exactly
+    as without the widening."""
+    from torchpulse.analysis.detector import changes
+
+    verdicts = [analyse(_moving("ar1-0.6", seed)) for seed in range(20)]
+    assert np.mean([len(v.change_points) for v in verdicts]) <= 0.3
+    plain = [analyse(_moving("outliers", seed)) for seed in range(5)]
+    assert np.mean([v.noise.cv for v in verdicts]) > np.mean([v.noise.cv for v in plain])
+    series = [make(step(80, 50, 0.05), seed=seed) for seed in range(10)]
+    widened = [analyse(points) for points in series]
+    monkeypatch.setattr(changes, "WANDER_MIN", math.inf)  # no widening at all
+    assert [analyse(points) for points in series] == widened
+    assert all(any(abs(c.index - 50) <= 1 for c in v.change_points) for v in widened)
+    before = [analyse(_moving("ar1-0.6", seed)) for seed in range(20)]
+    assert np.mean([len(v.change_points) for v in before]) >= 1.0

@@ -33,6 +33,9 @@ The model (why it looks like this):
   way is a culprit. A series that reached a level since its baseline (by a step worth an
   alert, or the newest level) which it had held before and left again, back to the
   baseline's level, toggles between levels: it is unstable, and not alerted on.
+* Noise that wanders (AR(1), a random walk: its successive differences are correlated, and
+  so are the residuals around the segments) widens the noise estimate by the effective
+  sample size instead of being cut into change points (changes._decorrelated).
 * Series with a zero among their values (failure rates) are analysed on a linear scale; all
   others on a log scale.
 * An unstable series is told from how many commits a threshold-size step would be

@@ -29,8 +29,10 @@ from torchpulse.analysis.detector.noise import (
     diff_sd,
     find_spikes,
     heavy_tailed,
+    residual_autocorrelation,
     residual_sd,
     run_levels,
+    wander,
     winsorise_running,
     winsorise_segments,
 )
@@ -56,6 +58,14 @@ HELD = MDE_COMMITS_AFTER
 # and the estimate itself at least PRACTICAL_FLOOR of it
 PRACTICAL_SE = 3.0
 PRACTICAL_FLOOR = 0.5
+# residuals around the segments whose lag-1 autocorrelation exceeds this many of its
+# standard errors under white noise (1 / sqrt(n)) are not white: the noise wanders, and a
+# mean of m of its commits varies (1 + rho) / (1 - rho) times more than white noise's
+RHO_SIGMAS = 2.5
+RHO_MAX = 0.95
+# ... and only where the successive differences say the noise wanders (noise.wander): an
+# undetected step leaves correlated residuals too, but one large difference, not a wander
+WANDER_MIN = 0.3
 
 
 @dataclass(frozen=True)
@@ -158,6 +168,7 @@ def _segmented(scaled: _Scaled, alpha: float) -> _Segmented:
             levels = winsorise_segments(raw, bounds, WINSOR_SIGMAS * sigma)
         tester = Tester(levels, sigma, n - len(bounds) - 1)
         bounds = segment(tester, alpha)
+        tester, bounds, sigma = _decorrelated(scaled, raw, levels, tester, bounds, alpha)
     elif n >= 2 and sigma0 == 0 and np.ptp(levels) > 0:  # noiseless: every move is real
         bounds = [i for i in range(1, n) if levels[i] != levels[i - 1]]
         tester = Tester(levels, 1e-12, 1)
@@ -165,6 +176,29 @@ def _segmented(scaled: _Scaled, alpha: float) -> _Segmented:
         tester = Tester(levels, max(sigma, 1e-12), max(n - 1, 1))
     heavy = not scaled.exact and heavy_tailed(raw, bounds, sigma)
     return _Segmented(keep, spikes, raw, levels, bounds, sigma, tester, heavy)
+
+
+def _decorrelated(scaled: _Scaled, raw: np.ndarray, levels: np.ndarray, tester: Tester,
+                  bounds: list[int], alpha: float) -> tuple[Tester, list[int], float]:
+    """Autocorrelated noise widens the noise instead of drawing change points: while the
+    residuals around the segments are correlated beyond what white noise shows, the noise
+    is the residuals' spread times sqrt((1 + rho) / (1 - rho)) and the series is segmented
+    again with it (fewer segments leave more of the wander in the residuals)."""
+    n = len(levels)
+    if wander(levels) <= WANDER_MIN:
+        return tester, bounds, tester.sigma
+    for _ in range(4):
+        rho = residual_autocorrelation(levels, bounds)
+        if rho <= RHO_SIGMAS / math.sqrt(n):
+            break
+        rho = min(rho, RHO_MAX)
+        wider = max(residual_sd(raw, bounds), scaled.floor, 1e-12) * math.sqrt(
+            (1.0 + rho) / (1.0 - rho))
+        if wider <= tester.sigma * 1.001:
+            break
+        tester = Tester(levels, wider, n - len(bounds) - 1)
+        bounds = segment(tester, alpha)
+    return tester, bounds, tester.sigma
 
 
 def _change_points(scaled: _Scaled, fit: _Segmented, parts: Sequence[Piece],

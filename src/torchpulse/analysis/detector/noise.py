@@ -141,6 +141,33 @@ def _residuals(levels: np.ndarray, bounds: Sequence[int]) -> np.ndarray:
                            for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a])
 
 
+def residual_autocorrelation(levels: np.ndarray, bounds: Sequence[int]) -> float:
+    """The lag-1 autocorrelation of the residuals around each segment's median (0.0 for
+    fewer than 10 levels or none off their median): near 0 when the noise is white, near 1
+    when it wanders (a random walk, a quote, AR(1) noise of a large phi)."""
+    resid = _residuals(levels, bounds)
+    power = float(np.dot(resid, resid))
+    if len(resid) < 10 or power == 0.0:
+        return 0.0
+    return float(np.dot(resid[:-1], resid[1:])) / power
+
+
+def wander(levels: np.ndarray) -> float:
+    """How much the noise wanders, from successive differences alone: 1 + 2 x their lag-1
+    autocorrelation (each difference pulled to within 3 spreads: a step is one large
+    difference, not a wander), the phi of AR(1) noise -- 0 for white noise, 1 for a random
+    walk or a quote; 0.0 for fewer than 10 levels."""
+    if len(levels) < 10:
+        return 0.0
+    diffs = np.diff(levels)
+    scale = spread(diffs)
+    if scale == 0.0:
+        return 0.0
+    d = np.clip(diffs - np.median(diffs), -3.0 * scale, 3.0 * scale)
+    power = float(np.dot(d, d))
+    return 1.0 + 2.0 * float(np.dot(d[:-1], d[1:])) / power if power else 0.0
+
+
 def residual_sd(levels: np.ndarray, bounds: Sequence[int]) -> float:
     """Winsorised standard deviation of the residuals around each segment's median."""
     resid = _residuals(levels, bounds)
