@@ -140,10 +140,12 @@ def test_a_results_file_of_the_wrong_shape_is_one_line_for_every_reader(tmp_path
     assert {p: p.read_bytes() for p in before} == before
 
 
-@pytest.mark.parametrize("command", ["export", "publish", "dashboard"])
-def test_a_fifo_in_the_results_tree_is_one_line_not_a_hang(tmp_path, command):
+@pytest.mark.parametrize("plant", ["fifo", "link out"])
+@pytest.mark.parametrize("command", ["export", "publish", "dashboard", "alert"])
+def test_a_fifo_in_the_results_tree_is_one_line_not_a_hang(tmp_path, command, plant):
     """A FIFO among the results files hung export (and asv under publish and the dashboard,
-    for good; a link to /dev/zero there filled the memory until the kernel killed asv)."""
+    for good; a link to /dev/zero there filled the memory until the kernel killed asv);
+    alert skipped it without a word. A link to a file out of the tree is no result either."""
     import os
     import subprocess
     import sys
@@ -153,16 +155,22 @@ def test_a_fifo_in_the_results_tree_is_one_line_not_a_hang(tmp_path, command):
     synthetic.build(tmp_path, commits=4, per_cell=1, noise_series=0, seed=1, kinds=("step",),
                     sizes=(0.2,), distances=(2,))
     fifo = tmp_path / "results" / synthetic.MACHINE / "deadbeef-fifo.json"
-    os.mkfifo(fifo)
+    if plant == "fifo":
+        os.mkfifo(fifo)
+    else:
+        elsewhere = tmp_path / "elsewhere.json"
+        elsewhere.write_text("{}")
+        fifo.symlink_to(elsewhere)
     before = sorted(p.name for p in (tmp_path / "results").rglob("*"))
     argv = {"export": ["export", "pytorch-v3", "--output", str(tmp_path / "out.json")],
             "publish": ["publish"],
-            "dashboard": ["dashboard", "--no-publish", "HEAD^!"]}[command]
+            "dashboard": ["dashboard", "--no-publish", "HEAD^!"], "alert": ["alert"]}[command]
     proc = subprocess.run([sys.executable, "-m", "torchpulse.cli", *argv, "--config",
                            str(tmp_path / "asv.conf.json")], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
     err = proc.stderr.strip().splitlines()
-    assert len(err) == 1 and "deadbeef-fifo.json: not a regular file" in err[0], err
+    said = "not a regular file" if plant == "fifo" else "a link out of the results tree"
+    assert len(err) == 1 and f"deadbeef-fifo.json: {said}" in err[0], err
     assert sorted(p.name for p in (tmp_path / "results").rglob("*")) == before
     assert not (tmp_path / "html").exists()

@@ -14,6 +14,7 @@ import numpy as np
 from torchpulse.analysis.columns import PointColumns
 from torchpulse.analysis.detector import Point
 from torchpulse.errors import TorchpulseError
+from torchpulse.results import asv_results
 from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import History
 
@@ -128,6 +129,7 @@ def load_series(results_dir: Path, history: History, machine: str | None = None,
     negative (zero is a value: a failure rate; a failed or skipped row is none) and whose
     benchmark version is the declared one (as asv's graphs); its samples are those finite
     and not negative. Points are in history order (rows of one commit: by file path)."""
+    asv_results.check_tree(results_dir)  # no FIFO, device or link out: one line, exit 2
     declared = declared_benchmarks(results_dir)
     units = {name: str(b.get("unit") or "unit") for name, b in declared.items()}
     versions = {name: str(b["version"]) for name, b in declared.items() if b.get("version")}

@@ -76,19 +76,23 @@ def _checked_rows(results: Results) -> dict[str, list[Row]]:
 
 def check_tree(results_dir: Path) -> None:
     """ResultsFileError unless every JSON file asv reads in ``results_dir`` (its machines'
-    files, benchmarks.json) is a regular file of bounded size: asked before asv runs over
-    the tree, which would wait on a FIFO for good and read a link to /dev/zero until the
-    memory runs out. Cheap: one stat a file, nothing read."""
+    files, benchmarks.json) is a regular file of bounded size inside the tree: asked before
+    asv or torchpulse reads the tree (asv would wait on a FIFO for good and read a link to
+    /dev/zero until the memory runs out; a link out of the tree reads another program's
+    file as a result). Cheap: one stat a file, nothing read."""
     if not results_dir.is_dir():
         return
+    inside = results_dir.resolve()
     for path in [results_dir / "benchmarks.json", *sorted(results_dir.glob("*/*.json"))]:
         try:
             check_regular(path, MAX_FILE_BYTES)
+            if path.is_symlink() and inside not in path.resolve().parents:
+                raise OSError(f"{path}: a link out of the results tree")
         except FileNotFoundError:
             continue  # a dangling link or a file gone since: asv skips it too
         except OSError as exc:
-            raise ResultsFileError(f"{exc}; asv would hang on it or read it without end: "
-                                   "remove it") from None
+            raise ResultsFileError(f"{exc}; not read (asv would hang on it, read it without "
+                                   "end or read another program's file): remove it") from None
 
 
 def new(params: dict[str, str], commit: str, date_ms: int, python: str,

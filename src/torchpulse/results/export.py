@@ -109,6 +109,7 @@ def records(project: Project, spec: str | None = None,
     root = project.results_dir
     if not root.is_dir():
         raise ExportError(f"{root}: no results directory")
+    asv_results.check_tree(root)
     wanted = _commits(project, spec)
     present = sorted(d.name for d in root.iterdir() if (d / "machine.json").is_file())
     chosen = present if machines is None else list(machines)
