@@ -233,7 +233,7 @@ def _run(project: Project, options: Options, asv: Asv, say: Callable[[str], None
         say(f"   site written to {html}/; view it with `torchpulse serve`")
     say("== regression alerts")
     found = pipeline.run(project, machine=options.machine, branch=options.branch,
-                      since=options.since, confirmed=done, settings=options.settings)
+                         since=options.since, confirmed=done, settings=options.settings)
     say(reports.render(found, "text").rstrip("\n"))
     if options.alert_output:
         write_text_atomically(Path(options.alert_output),

@@ -38,10 +38,10 @@ def cmd_alert(args: argparse.Namespace) -> int:
 
     check_outputs(args, files=("output",))
     found = pipeline.run(project(args), machine=args.machine, branch=args.branch,
-                      since=args.since, settings=alert_settings(args),
-                      history_mode=args.history,
-                      confirmed=ledger.read_ledger(Path(args.confirmed))
-                      if args.confirmed else None)
+                         since=args.since, settings=alert_settings(args),
+                         history_mode=args.history,
+                         confirmed=ledger.read_ledger(Path(args.confirmed))
+                         if args.confirmed else None)
     write_output(reports.render(found, args.format), args.output)
     if args.output:
         note("alert", f"{len(found.alerts)} {what_text(found)} in {found.series_count} series; "
