@@ -49,8 +49,9 @@ def load_with_rows(path: Path, machine: str | None = None
                    ) -> tuple[Results, dict[str, list[Row]]]:
     """``load``, and every benchmark's ``rows``, which the check reads anyway."""
     try:
-        check_regular(path, MAX_FILE_BYTES)  # a FIFO would hang asv's open, /dev/zero fill
-        results = Results.load(str(path), machine_name=machine)  # the memory
+        # a FIFO would hang asv's open for good, a link to /dev/zero fill the memory
+        check_regular(path, MAX_FILE_BYTES)
+        results = Results.load(str(path), machine_name=machine)
         return results, _checked_rows(results)
     except _SHAPE_ERRORS as exc:  # asv reads a file of the wrong shape with no check
         raise ResultsFileError(f"{path}: not an asv results file ({exc})") from None
