@@ -32,6 +32,10 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
         raise
 
 
+# the largest results file read: asv writes a few MB for thousands of benchmarks
+RESULTS_FILE_BYTES = 256 * 2**20
+
+
 def check_regular(path: Path, limit: int) -> None:
     """OSError unless ``path`` (a link followed) is a regular file of at most ``limit``
     bytes: asked before a reader that opens the file itself (asv's)."""

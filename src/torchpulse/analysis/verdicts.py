@@ -88,9 +88,6 @@ class Cache:
         results_index.check_plain(self.path)  # no link or FIFO where SQLite opens files
         key = seal.key(self.path.parent)
         con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        columns = [c[1] for c in con.execute("PRAGMA table_info(verdicts)")]
-        if columns and "seal" not in columns:  # a cache of before seals: dropped
-            con.execute("DROP TABLE verdicts")
         con.execute("CREATE TABLE IF NOT EXISTS verdicts (series TEXT PRIMARY KEY, "
                     "digest BLOB, verdict BLOB, seal BLOB)")
         return con, key

@@ -22,14 +22,12 @@ from asv.results import Results, get_filename
 from asv.runner import BenchmarkResult
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.files import check_regular
+from torchpulse.files import RESULTS_FILE_BYTES, check_regular
 
 # the asv whose Results API this module was written against (tests/results checks it)
 ASV_VERSION = "0.6.6"
 
 Row = tuple[tuple[str, ...], object, list[float] | None]  # (params, value, samples)
-# the largest results file read: asv writes a few MB for thousands of benchmarks
-MAX_FILE_BYTES = 256 * 2**20
 
 
 class ResultsFileError(TorchpulseError, ValueError):
@@ -50,7 +48,7 @@ def load_with_rows(path: Path, machine: str | None = None
     """``load``, and every benchmark's ``rows``, which the check reads anyway."""
     try:
         # a FIFO would hang asv's open for good, a link to /dev/zero fill the memory
-        check_regular(path, MAX_FILE_BYTES)
+        check_regular(path, RESULTS_FILE_BYTES)
         results = Results.load(str(path), machine_name=machine)
         return results, _checked_rows(results)
     except _SHAPE_ERRORS as exc:  # asv reads a file of the wrong shape with no check
@@ -86,7 +84,7 @@ def check_tree(results_dir: Path) -> None:
     inside = results_dir.resolve()
     for path in [results_dir / "benchmarks.json", *sorted(results_dir.glob("*/*.json"))]:
         try:
-            check_regular(path, MAX_FILE_BYTES)
+            check_regular(path, RESULTS_FILE_BYTES)
             if path.is_symlink() and inside not in path.resolve().parents:
                 raise OSError(f"{path}: a link out of the results tree")
         except FileNotFoundError:

@@ -36,7 +36,6 @@ def _sibling(relative: str) -> ModuleType:
 
 
 _files = _sibling("files.py")  # a FIFO or a link to /dev/zero is not read
-_MAX_FILE_BYTES = 256 * 2**20  # as results/asv_results.py reads
 _fastrnns = _sibling("fastrnns/choices.py")
 _autograd = _sibling("autograd/choices.py")
 
@@ -180,7 +179,7 @@ def scan(results_dir: Path) -> dict[str, list[set[str]]]:
             if path.name == "machine.json":
                 continue
             try:
-                data = json.loads(_files.read_regular(path, _MAX_FILE_BYTES))
+                data = json.loads(_files.read_regular(path, _files.RESULTS_FILE_BYTES))
                 columns = data["result_columns"]
                 rows = data["results"]
             except (OSError, ValueError, KeyError, TypeError):

@@ -252,9 +252,8 @@ def check_plain(path: Path) -> None:
 
 def _open(path: Path, fresh: bool = False) -> sqlite3.Connection:
     """The index at ``path``; a new one where it is missing, damaged or of another format
-    (the old file is removed: it is torchpulse's own, derived, and rebuilt at once)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    check_plain(path)
+    (the old file is removed: it is torchpulse's own, derived, and rebuilt at once). Its
+    folder is made, and checked by check_plain, by ``load``."""
     if fresh:
         path.unlink(missing_ok=True)
     con = sqlite3.connect(path, timeout=60, isolation_level=None)

@@ -16,8 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from torchpulse.files import read_regular, write_json_atomically
-from torchpulse.results.asv_results import MAX_FILE_BYTES
+from torchpulse.files import RESULTS_FILE_BYTES, read_regular, write_json_atomically
 from torchpulse.results.names import UnsafeNameError, check_benchmark, has_infinite
 
 INDEX = "index.json"
@@ -56,7 +55,7 @@ def check_results(results_dir: Path) -> None:
         if path.name == "machine.json":
             continue
         try:
-            text = read_regular(path, MAX_FILE_BYTES).decode("utf-8")
+            text = read_regular(path, RESULTS_FILE_BYTES).decode("utf-8")
             if "Infinity" not in text and not _HUGE.search(text):
                 continue  # no token that parses to an infinity: no need to parse it
             data = json.loads(text)
