@@ -46,3 +46,15 @@ def test_cpu_presets_run_single_threaded_cuda_keeps_the_default():
 def test_cpu_preset_shrinks_the_varlen_range():
     low, high = PRESETS["cpu"].varlen_bounds
     assert (low, high) == (8, 25)
+
+
+def test_the_instruction_sizes_build_narrow_resnets_and_the_other_presets_full_ones():
+    from torchpulse import sizes
+    from torchpulse.fastrnns.runners import RUNNERS, Workload
+    from torchpulse.presets import PRESETS, Preset
+
+    assert all(p.image_width == 64 for p in PRESETS.values())
+    counting = Preset.from_sizes("instructions", sizes.INSTRUCTIONS["fastrnns"])
+    assert counting.image_width == 16
+    model = Workload(RUNNERS["resnet18"], counting, "cpu").model
+    assert model.params[0].shape[0] == 16  # the stem's output channels

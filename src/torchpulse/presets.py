@@ -43,6 +43,10 @@ class Preset:
     # an explicit length range [low, high) of the variable-length runners (bench's
     # --minLength/--maxLength); None: upstream's [30, 100) times varlen_scale
     varlen_range: tuple[int, int] | None = None
+    # channels of the ResNets' stem and first stage (torchvision's 64, doubling per stage).
+    # The instruction family counts narrower ones: every layer and kernel still runs, at a
+    # fraction of the weights (sizes.INSTRUCTIONS)
+    image_width: int = 64
 
     @property
     def varlen_bounds(self) -> tuple[int, int]:

@@ -73,15 +73,15 @@ AUTOGRAD = {
 # do not see it. docs/instructions.md gives each workload's count and cost.
 _INSTRUCTION_AUTOGRAD = {model: rows["smoke"] for model, rows in AUTOGRAD.items()}
 _INSTRUCTION_AUTOGRAD.update({
-    "resnet18": {"batch": 2, "image": 16},
+    "resnet18": {"batch": 2, "image": 16, "width": 16},
     "fcn_resnet": {"batch": 1, "image": 16, "backbone_width": 8},
     "deepspeech": {"batch": 1, "seq": 16, "hidden": 8, "layers": 2, "target": 3,
                    "spectrogram": 41},
 })
 INSTRUCTIONS = {
     "fastrnns": {"seq_length": 16, "num_layers": 1, "input_size": 16, "hidden_size": 16,
-                 "mini_batch": 2, "image_batch": 2, "image_size": 16, "warmup": 5,
-                 "nloops": 1, "varlen_scale": 0.1, "num_threads": 1},
+                 "mini_batch": 2, "image_batch": 2, "image_size": 16, "image_width": 16,
+                 "warmup": 5, "nloops": 1, "varlen_scale": 0.1, "num_threads": 1},
     "autograd": _INSTRUCTION_AUTOGRAD,
 }
 

@@ -30,7 +30,9 @@ from torchpulse.timing import RegionClock
 # 6: measure_gpu() measures every CUDA workload in one process (torchpulse.gpu).
 # 7: count_instructions() counts in a normalised process, a child per workload, windows of
 #    calls: counts of another method, which the suites do not mix with API 4-6's.
-API_VERSION = 7
+# 8: the instruction family's ResNets are built at a counting width (Preset.image_width, the
+#    autograd ResNet-18's ``width``): an older package would fail or count them at full width.
+API_VERSION = 8
 
 
 @functools.cache

@@ -46,3 +46,30 @@ def test_builder_uses_own_definition_when_torchvision_fails(monkeypatch):
     monkeypatch.setattr(resnet, "_torchvision_models", lambda: None)
     build, source = resnet.resnet_builder("resnet50")
     assert source == "torchpulse" and build is own_resnet50
+
+
+def test_a_counting_width_builds_this_projects_resnet_with_every_layer(monkeypatch):
+    """The instruction family counts the ResNets at sizes.INSTRUCTIONS's width: the same
+    layers and ops as torchvision's width, a sixteenth of the weights; torchvision's models
+    take no width, so its own definition builds them even where torchvision imports."""
+    from torchpulse import sizes
+    from torchpulse.models import resnet
+
+    monkeypatch.setattr(resnet, "_torchvision_models", lambda: pytest.fail("not asked"))
+    width = sizes.INSTRUCTIONS["fastrnns"]["image_width"]
+    assert width == sizes.INSTRUCTIONS["autograd"]["resnet18"]["width"] < 64
+    for name, full in (("resnet18", own_resnet18()), ("resnet50", own_resnet50())):
+        build, source = resnet.resnet_builder(name, width)
+        narrow = build()
+        assert source == "torchpulse"
+        assert [type(m) for m in narrow.modules()] == [type(m) for m in full.modules()]
+        assert n_params(narrow) < n_params(full) / 10
+
+
+def test_the_autograd_resnet18_takes_the_counting_width():
+    from torchpulse.autograd import vision
+
+    _, narrow = vision.resnet18(torch.device("cpu"), {"batch": 2, "image": 16, "width": 16})
+    _, full = vision.resnet18(torch.device("cpu"), {"batch": 2, "image": 16})
+    assert sum(p.numel() for p in full) == 11_689_512
+    assert sum(p.numel() for p in narrow) < 11_689_512 / 10

@@ -17,7 +17,7 @@ from torchpulse.models.resnet import Bottleneck, ResNet, own_resnet18
 
 def resnet18(device: torch.device, size: dict[str, Any]) -> tuple[LossFn, tuple[Tensor, ...]]:
     n, image = size["batch"], size["image"]
-    model = own_resnet18()
+    model = own_resnet18(width=size.get("width", 64))
     inputs = torch.rand(n, 3, image, image).to(device)
     labels = torch.rand(n).mul(10).long().to(device)
     return functionalize(model, lambda call: F.cross_entropy(call(inputs), labels), device)

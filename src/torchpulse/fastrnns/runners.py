@@ -272,7 +272,7 @@ def varlen_lstm_creator(p: Preset, device: str, script: bool) -> ModelDef:
 
 
 def resnet_creator(p: Preset, device: str, arch: str, jit: bool) -> ModelDef:
-    build, _source = resnet_builder(arch)
+    build, _source = resnet_builder(arch, p.image_width)
     torch.manual_seed(p.seed)
     model = build().to(device)
     x = torch.randn(p.image_batch, 3, p.image_size, p.image_size).to(device)

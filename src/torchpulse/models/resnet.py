@@ -8,6 +8,7 @@ carries its own definition (torchvision's layout: identical layer names and para
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -134,12 +135,12 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
-def own_resnet18(num_classes: int = 1000) -> ResNet:
-    return ResNet(BasicBlock, [2, 2, 2, 2], num_classes)
+def own_resnet18(num_classes: int = 1000, width: int = 64) -> ResNet:
+    return ResNet(BasicBlock, [2, 2, 2, 2], num_classes, width=width)
 
 
-def own_resnet50(num_classes: int = 1000) -> ResNet:
-    return ResNet(Bottleneck, [3, 4, 6, 3], num_classes)
+def own_resnet50(num_classes: int = 1000, width: int = 64) -> ResNet:
+    return ResNet(Bottleneck, [3, 4, 6, 3], num_classes, width=width)
 
 
 def _torchvision_models():  # -> module | None
@@ -152,9 +153,12 @@ def _torchvision_models():  # -> module | None
     return tvm
 
 
-def resnet_builder(name: str) -> tuple[Callable[[], nn.Module], str]:
-    """The constructor for ``resnet18``/``resnet50`` and where it comes from."""
+def resnet_builder(name: str, width: int = 64) -> tuple[Callable[[], nn.Module], str]:
+    """The constructor for ``resnet18``/``resnet50`` and where it comes from: torchvision's
+    when it is installed and ``width`` is its 64, else this project's."""
     own = {"resnet18": own_resnet18, "resnet50": own_resnet50}[name]
+    if width != 64:
+        return partial(own, width=width), "torchpulse"
     tvm = _torchvision_models()
     if tvm is not None:
         return getattr(tvm, name), "torchvision"
