@@ -3,6 +3,7 @@ saved runs: the spread between clones, machines, environments and commits.
 
     python experiments/instructions/spread.py count OUT.json [default|all|core|PATTERNS]
     python experiments/instructions/spread.py compare A.json B.json
+    python experiments/instructions/spread.py cost A.json
 
 ``count`` runs torchpulse's counting as asv would (instructions.count, every core) from
 wherever this is started; run it from two clones, environments or machines and compare.
@@ -35,8 +36,27 @@ def count(out: str, choice: str) -> None:
     with open(out, "w") as f:
         json.dump({"wall_s": wall, "workloads": len(names), "failed": failed,
                    "instructions": {n: c.instructions for n, c in counted.items()},
-                   "windows": {n: c.counts for n, c in counted.items()}}, f, indent=1)
+                   "windows": {n: c.counts for n, c in counted.items()},
+                   "seconds": {n: c.seconds for n, c in counted.items()}}, f, indent=1)
     print(f"{len(counted)} counted, {len(failed)} failed in {wall:.0f} s")
+
+
+def cost(path: str) -> None:
+    """Where a count's time went: each workload's seconds per phase (worker.PHASES), the
+    slowest first, and the totals."""
+    run = json.load(open(path))
+    rows = sorted(run["seconds"].items(), key=lambda kv: -sum(kv[1].values()))
+    phases = list(rows[0][1]) if rows else []
+    print(f"| workload | instructions a call | {' | '.join(phases)} | total |")
+    print("|---|---:|" + "---:|" * (len(phases) + 1))
+    for name, seconds in rows:
+        print(f"| `{name}` | {run['instructions'][name]:,} | "
+              + " | ".join(f"{seconds[p]:.1f}" for p in phases)
+              + f" | {sum(seconds.values()):.1f} |")
+    totals = {p: sum(s[p] for _, s in rows) for p in phases}
+    print(f"| all {len(rows)} | | " + " | ".join(f"{totals[p]:.0f}" for p in phases)
+          + f" | {sum(totals.values()):.0f} |")
+    print(f"\nwall {run['wall_s']:.0f} s for {run['workloads']} workloads")
 
 
 def compare(a_path: str, b_path: str) -> None:
@@ -58,5 +78,7 @@ def compare(a_path: str, b_path: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "count":
         count(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "default")
+    elif sys.argv[1] == "cost":
+        cost(sys.argv[2])
     else:
         compare(sys.argv[2], sys.argv[3])

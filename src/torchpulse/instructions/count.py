@@ -11,6 +11,7 @@ every time (docs/instructions.md, "Determinism").
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -55,6 +56,7 @@ class Counted:
     instructions: int
     counts: list[int]
     functions: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time per worker.PHASES
 
     @property
     def spread(self) -> float:
@@ -164,7 +166,8 @@ def _collect(workloads: Sequence[str], out: Path) -> tuple[dict[str, Counted], d
         numbers = range(result["first"], result["first"] + result["windows"])
         dumps = [callgrind.read(out / "dumps" / f"callgrind.out.{result['pid']}.{n}")
                  for n in numbers]
-        counted[name] = summarise(name, dumps, result["calls"])
+        counted[name] = dataclasses.replace(summarise(name, dumps, result["calls"]),
+                                            seconds=result.get("seconds", {}))
     return counted, failed
 
 
@@ -181,6 +184,8 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
         inputs, out = stage.root / "in", stage.root / "out"
         inputs.mkdir()
         (out / "dumps").mkdir(parents=True)
+        # the parent's warm-up: the same file whatever the selection (worker.prewarm)
+        (stage.root / "prewarm.json").write_text(json.dumps({"tables": tables}))
         for index, name in enumerate(names):  # one file each: nothing shared grows with more
             (inputs / f"{index}.json").write_text(json.dumps({
                 "name": name, "windows": windows, "window": window, "tables": tables,

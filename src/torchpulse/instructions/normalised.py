@@ -14,9 +14,11 @@ or asv machine name:
   (not ``$TMPDIR``, whose length varies between CI jobs), which also holds its input and
   output files;
 - the base interpreter (``realpath(sys.executable)``, not the virtual environment's link) with
-  ``-S`` and ``PYTHONPATH`` naming fixed-length links (``<stage>/p/00``, ``01``, ...) to the
-  directories it imports from: torchpulse's, then the site-packages, then torch's if it lies
-  elsewhere;
+  ``-S`` and ``PYTHONPATH`` naming fixed-length paths (``<stage>/p/00``, ``01``, ...): first a
+  copy of torchpulse's sources alone (the import system lists and caches every directory it
+  imports from, so a checkout's ``__pycache__`` folders, build files or stray files, which
+  differ between clones, would otherwise be in its heap), then links to the site-packages,
+  then to torch's root if it lies elsewhere;
 - a fixed environment: no variable of the caller's reaches it.
 """
 
@@ -36,6 +38,9 @@ from pathlib import Path
 FIXED_TMP = "/tmp"
 PREFIX = "tpc-"  # and 8 characters: the stage's path has one length everywhere
 STAGE_TRIES = 1000
+# torchpulse's package folder, copied into every stage (``copy_sources``) with these files
+PACKAGE = Path(__file__).resolve().parent.parent
+SOURCE_SUFFIXES = (".py", ".yaml")
 
 
 @dataclass(frozen=True)
@@ -58,14 +63,11 @@ def _package_root(name: str) -> Path | None:
 
 
 def import_roots() -> list[Path]:
-    """The directories the counted process imports from, in order: torchpulse's root, every
-    site-packages (or dist-packages) on sys.path, and torch's root if it is in
-    none of them. Only these: the folders a test runner or asv puts on sys.path would make
-    the environment differ between callers."""
+    """The directories the counted process imports from besides torchpulse's copy, in order:
+    every site-packages (or dist-packages) on sys.path, and torch's root if it is in none of
+    them. Only these: the folders a test runner or asv puts on sys.path would make the
+    environment differ between callers."""
     roots: list[Path] = []
-    first = _package_root("torchpulse")
-    if first is not None:
-        roots.append(first)
     for entry in sys.path:
         if entry and Path(entry).name in ("site-packages", "dist-packages") \
                 and Path(entry).is_dir():
@@ -80,6 +82,17 @@ def _base_directory() -> str:
     if os.path.isdir(FIXED_TMP) and os.access(FIXED_TMP, os.W_OK | os.X_OK):
         return FIXED_TMP
     return tempfile.gettempdir()  # a fixed length still, on this machine
+
+
+def copy_sources(package: Path, target: Path) -> None:
+    """``package``'s sources and data files into ``target``: no compiled files, no folder of
+    them, nothing but what is tracked in this package (the suffixes below)."""
+    shutil.copytree(package, target, ignore=_not_sources)
+
+
+def _not_sources(folder: str, names: list[str]) -> set[str]:
+    return {n for n in names if n == "__pycache__" or (
+        not os.path.isdir(os.path.join(folder, n)) and not n.endswith(SOURCE_SUFFIXES))}
 
 
 def _new_directory(base: Path) -> Path:
@@ -112,8 +125,9 @@ def stage(extra_environ: Mapping[str, str]) -> Iterator[Stage]:
     try:
         links_dir = root / "p"
         links_dir.mkdir()
-        links = []
-        for index, target in enumerate(import_roots()):
+        links = [links_dir / "00"]
+        copy_sources(PACKAGE, links[0] / PACKAGE.name)
+        for index, target in enumerate(import_roots(), start=1):
             link = links_dir / f"{index:02d}"
             link.symlink_to(target, target_is_directory=True)
             links.append(link)

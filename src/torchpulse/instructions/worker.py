@@ -1,13 +1,17 @@
-"""The process callgrind runs: imports torch and the workloads' code once, then forks one child
-per workload (``jobs`` at a time), which builds it, warms it up and counts it.
+"""The process callgrind runs: imports torch and the workloads' code once, warms up the code
+most workloads share (``PREWARM``: valgrind's translations of it are then inherited, not made
+again in every child), then forks one child per workload (``jobs`` at a time), which builds
+it, warms it up and counts it.
 
     python -S -c BOOTSTRAP STAGE WORKLOADS JOBS
 
-STAGE (written by instructions.count) holds ``in/<index>.json`` per workload (its name, the
-sizes table, the windows, the helper's path); each child writes ``out/<index>.json``: its pid
-(its dumps are ``out/dumps/callgrind.out.<pid>.<n>``), the calls in each counted window, or
-its error. WORKLOADS and JOBS are zero-padded numbers: the parent reads nothing whose size
-depends on the selection, so a workload's count does not depend on what else is counted.
+STAGE (written by instructions.count) holds ``prewarm.json`` (the sizes table alone) and
+``in/<index>.json`` per workload (its name, the sizes table, the windows, the helper's
+path); each child writes ``out/<index>.json``: its pid (its dumps are
+``out/dumps/callgrind.out.<pid>.<n>``), the calls in each counted window and the seconds of
+each phase, or its error. WORKLOADS and JOBS are zero-padded numbers: the parent reads
+nothing whose size depends on the selection, so a workload's count does not depend on what
+else is counted.
 
 Why a child per workload: every workload starts from the same process (torch imported, the
 workloads' modules compiled), whatever the other workloads are and in whatever order they
@@ -33,6 +37,7 @@ import json
 import math
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +49,9 @@ from torchpulse.instructions.callgrind import read_total
 EXTRA_WARMUP = 3
 MAX_CALLS = 64  # calls in one window at most (a workload of a few thousand instructions)
 THREAD_STACK = 64 << 20  # the counted thread's stack: room for TorchScript's recursion
+# a child's phases, each timed (wall seconds under valgrind): the build, the uninstrumented
+# warm-up, instrumentation switched on and the sizing call, the settling and counted windows
+PHASES = ("build", "warm-up", "sizing", "windows")
 
 
 def calls_for(one_call: int, window: int) -> int:
@@ -70,10 +78,13 @@ def count_one(name: str, spec: dict, dumps_dir: Path) -> dict:
 
     from torchpulse.instructions.client import CountedRegion, start_instrumentation
 
+    clock = [time.monotonic()]  # where the child's wall time goes (docs: "Cost")
     torch.manual_seed(0)
     run, warmup = build(name, spec["tables"])
+    clock.append(time.monotonic())
     for _ in range(warmup):
         run()
+    clock.append(time.monotonic())
     gc.collect()
     gc.freeze()  # what the build made is not scanned again: the collections stay small
     gc.disable()
@@ -83,6 +94,7 @@ def count_one(name: str, spec: dict, dumps_dir: Path) -> dict:
     gc.collect()
     calls = calls_for(read_total(dumps_dir / f"callgrind.out.{os.getpid()}.{sizing.dumps}"),
                       spec["window"])
+    clock.append(time.monotonic())
     windows = spec["windows"]
     if calls == 1:  # a call fills a window: the sizing call is the first
         first, windows = sizing.dumps, windows - 1
@@ -96,7 +108,11 @@ def count_one(name: str, spec: dict, dumps_dir: Path) -> dict:
         for _ in range(calls):
             run(counted)
             gc.collect()  # outside the region: every call starts from the same heap
-    return {"pid": os.getpid(), "first": first, "calls": calls, "windows": spec["windows"]}
+    clock.append(time.monotonic())
+    seconds = {phase: round(b - a, 2)
+               for phase, a, b in zip(PHASES, clock[:-1], clock[1:], strict=True)}
+    return {"pid": os.getpid(), "first": first, "calls": calls, "windows": spec["windows"],
+            "seconds": seconds}
 
 
 def in_fresh_arena(work: Callable[[], dict]) -> dict:
@@ -136,6 +152,33 @@ def _child(index: int, stage: Path) -> int:
     return status
 
 
+# What the parent runs before it forks: the code paths most workloads share (an eager LSTM's
+# ops and autograd, convolutions and batch norm forward and backward, functorch's transforms),
+# so that valgrind translates them once and every child inherits them. Nothing TorchScript:
+# with the TorchScript LSTM warmed up in the parent, the counts of the TorchScript LSTMs'
+# forwards took one of two values (0.2-0.45 % apart) from one run to the next.
+PREWARM = ("rnns/py/backward", "cnns/resnet18/backward", "autograd/ppl_simple_reg/hessian_fwdrev")
+
+
+def prewarm(spec: Path) -> None:
+    """Build and run PREWARM's workloads at the tables of ``spec`` (the same file whatever
+    the selection), uninstrumented; nothing when ``spec`` is absent."""
+    if not spec.exists():
+        return
+    import torch
+
+    started = time.monotonic()
+    tables = json.loads(spec.read_text())["tables"]
+    for name in PREWARM:
+        torch.manual_seed(0)
+        run, warmup = build(name, tables)
+        for _ in range(warmup):
+            run()
+        del run
+    gc.collect()
+    print(f"prewarmed in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+
+
 def main(stage_dir: str, workloads: str, jobs: str) -> int:
     """Fork every child at once, each waiting on a pipe of its own for its turn, then let
     ``jobs`` run at a time, in order. Forked before any of them is reaped, a child's state is
@@ -144,6 +187,7 @@ def main(stage_dir: str, workloads: str, jobs: str) -> int:
     stage, count, at_once = Path(stage_dir), int(workloads), int(jobs)
     starts: list[int] = []  # the write end of each child's pipe, in order
     indexes: dict[int, int] = {}
+    prewarm(stage / "prewarm.json")
     gc.collect()
     gc.freeze()
     for index in range(count):
