@@ -2,7 +2,11 @@ import pytest
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``gpu`` need CUDA: skipped, with the reason, where torch has none."""
+    """Files with tests marked ``slow`` run first, so that `make test`'s two workers (xdist's
+    loadfile hands out files in this order) do not end on one of them with the other idle.
+    Tests marked ``gpu`` need CUDA: skipped, with the reason, where torch has none."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: files stay whole
     # the marker, not the keyword: a test's keywords hold its folder's name (tests/gpu/)
     gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu:

@@ -32,7 +32,7 @@ DEFAULT_FOLDER = Path(".asv") / "profiles"
 FORMAT = 1
 SHOWN = 5  # functions an alert lists
 _SHA = re.compile(r"[0-9a-f]{40}")
-# a profile of the default selection is about 170 KB, 1.7 MB inflated (66 workloads, 200
+# a profile of the default selection is about 180 KB, 1.8 MB inflated (70 workloads, 200
 # functions each): anything far larger is not one, and reading it would cost minutes and GBs
 MAX_STORED = 16 << 20
 MAX_INFLATED = 64 << 20
