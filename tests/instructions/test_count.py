@@ -193,3 +193,13 @@ def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
     # counts take one of two values from run to run)
     assert set(worker.PREWARM) <= set(every)
     assert not any("jit" in name for name in worker.PREWARM)
+
+
+def test_a_warm_up_that_fails_is_said_and_the_count_goes_on(tmp_path, capsys):
+    spec = tmp_path / "prewarm.json"
+    worker.prewarm(spec)  # absent: nothing
+    assert capsys.readouterr().err == ""
+    spec.write_text(json.dumps({"tables": {"fastrnns": {}, "autograd": {}}}))
+    worker.prewarm(spec)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("prewarm failed: TypeError") and err[1].startswith("prewarmed in")
