@@ -1,0 +1,123 @@
+# An experiment, not product (run from a checkout with .venv); its results: the closing note
+# of issue 51 and docs/detection.md when it is taken further.
+"""A level-shift test under a local-level model (a random walk plus white noise), tried on
+the families of evaluate-detection in process, next to the production detector.
+
+The moving family's quote and walk are random walks, and the production detector reads
+their wander as change points (85-99 % of null series get one). A local-level model
+estimates both parts of the movement from the data: successive differences have variance
+2 e + w and differences two apart 2 e + 2 w (e: white noise, w: the walk's increment), so
+w = v2 - v1 and e = (2 v1 - v2) / 2, each from a collapse-proof spread (noise.spread). A
+shift at commit i is the difference of the means of the WINDOW commits after and before
+it, whose variance under the model is 2 e / m + w (2 m^2 + 1) / (3 m); a change point is a
+local maximum of that z beyond the Bonferroni bound over n / m windows at ALPHA.
+
+Run: .venv/bin/python experiments/local_level.py [SEED] [PER_CELL]
+"""
+
+import math
+import sys
+import time
+from collections import defaultdict
+
+import numpy as np
+from scipy.stats import norm
+
+from torchpulse.analysis.detector import Point, analyse
+from torchpulse.analysis.detector.noise import spread
+from torchpulse.evaluation import moving, shapes, synthetic
+
+WINDOW = 5
+ALPHA = 0.01
+WALK_SHARE = 0.5  # above it, the local-level test decides (the hybrid column)
+
+
+def walk_share(values: list[float]) -> float:
+    """The walk's share of the successive differences' variance, w / v1: 0 for white noise,
+    near 1 for a random walk or a quote."""
+    x = np.log(np.asarray(values, dtype=float))
+    if len(x) < 4:
+        return 0.0
+    v1 = spread(np.diff(x)) ** 2
+    v2 = spread(x[2:] - x[:-2]) ** 2
+    return 0.0 if v1 == 0.0 else max(v2 - v1, 0.0) / v1
+
+
+def local_level_changes(values: list[float]) -> list[int]:
+    """Indices (into ``values``) where the level shifts beyond the model's wander."""
+    x = np.log(np.asarray(values, dtype=float))
+    n = len(x)
+    if n < 2 * WINDOW + 1:
+        return []
+    v1 = spread(np.diff(x)) ** 2
+    v2 = spread(x[2:] - x[:-2]) ** 2
+    if v1 == 0.0:  # exact: every move is a change point
+        return [i for i in range(1, n) if x[i] != x[i - 1]]
+    walk = max(v2 - v1, 0.0)
+    white = max((2.0 * v1 - v2) / 2.0, 0.0)
+    m = WINDOW
+    var = 2.0 * white / m + walk * (2 * m * m + 1) / (3 * m)
+    var = max(var, v1 / m)  # never below what the differences alone say
+    cums = np.concatenate([[0.0], np.cumsum(x)])
+    idx = np.arange(m, n - m + 1)
+    after = (cums[idx + m] - cums[idx]) / m
+    before = (cums[idx] - cums[idx - m]) / m
+    z = np.abs(after - before) / math.sqrt(var)
+    crit = norm.isf(ALPHA / (2.0 * max(n / m, 1.0)))
+    found: list[int] = []
+    for j in np.argsort(-z):
+        if z[j] < crit:
+            break
+        i = int(idx[j])
+        if all(abs(i - f) >= m for f in found):
+            found.append(i)
+    return sorted(found)
+
+
+def score(rows, name, truths, draw):
+    for t in truths:
+        values, _ = draw(t)
+        kept = [(i, v) for i, v in enumerate(values) if v is not None]
+        where = [i for i, _ in kept]
+        series = [v for _, v in kept]
+        theirs = [where[c.index] for c in analyse(
+            [Point(f"c{i}", v) for i, v in enumerate(series)]).change_points]
+        # the hybrid: the local-level test where the walk dominates, the detector elsewhere
+        ours = ([where[i] for i in local_level_changes(series)]
+                if walk_share(series) > WALK_SHARE else theirs)
+        kind = getattr(t, "shape", getattr(t, "kind", "?"))
+        change = getattr(t, "change", "step" if kind == "step" else "none")
+        size = round(t.size, 3) if change == "step" else 0.0
+        row = rows[(name, kind, change, size)]
+        row[0] += 1
+        for k, found in ((1, ours), (3, theirs)):
+            row[k] += bool(found)
+            row[k + 1] += change == "step" and any(abs(c - t.at) <= 3 for c in found)
+
+
+def main(seed: int, per: int) -> None:
+    started = time.time()
+    rng = np.random.default_rng(seed)
+    rows = defaultdict(lambda: [0, 0, 0, 0, 0])
+    score(rows, "moving", moving.plan(100, per, 4 * per, rng),
+          lambda t: (moving.draw(t, 100, rng), None))
+    score(rows, "shapes", shapes.plan(100, per, rng, 4 * per),
+          lambda t: (shapes.draw(t, 100, rng).values, None))
+    noise = synthetic.NoiseModel()
+
+    def drawn(t):
+        s = synthetic._samples(synthetic._levels(t, 60), t.cv, noise, rng)
+        return [float(np.median(r)) for r in s], None
+
+    score(rows, "synthetic", synthetic.plan(max(per // 4, 1), 4 * per, 60, rng), drawn)
+    print("| family | kind | change | size | n | any (hybrid) | located | "
+          "any (detector) | located |\n|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for (fam, kind, change, size), (n, a, loc, a2, loc2) in sorted(rows.items()):
+        print(f"| {fam} | {kind} | {change} | {size:.3f} | {n} | {a / n:.3f} | "
+              f"{loc / n:.3f} | {a2 / n:.3f} | {loc2 / n:.3f} |")
+    print(f"\n{time.time() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 17,
+         int(sys.argv[2]) if len(sys.argv) > 2 else 20)
