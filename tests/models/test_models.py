@@ -73,3 +73,31 @@ def test_the_autograd_resnet18_takes_the_counting_width():
     _, full = vision.resnet18(torch.device("cpu"), {"batch": 2, "image": 16})
     assert sum(p.numel() for p in full) == 11_689_512
     assert sum(p.numel() for p in narrow) < 11_689_512 / 10
+
+
+def test_the_counting_width_calls_the_same_convolution_kernels():
+    """What the instruction family counts is a code path: the narrow ResNets must reach the
+    same convolution implementations as the full ones (oneDNN, and THNN for ResNet-50's 1x1
+    convolutions on one thread), at the counting sizes."""
+    import collections
+
+    from torchpulse import sizes
+
+    kernels = ("aten::mkldnn_convolution", "aten::thnn_conv2d", "aten::_slow_conv2d_backward")
+    rows = sizes.INSTRUCTIONS["fastrnns"]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for build in (own_resnet18, own_resnet50):
+            seen = []
+            for width in (64, rows["image_width"]):
+                torch.manual_seed(0)
+                model = build(width=width)
+                x = torch.randn(rows["image_batch"], 3, rows["image_size"], rows["image_size"])
+                with torch.autograd.profiler.profile() as prof:
+                    model(x).sum().backward()
+                seen.append(collections.Counter(e.name for e in prof.function_events
+                                                if e.name in kernels))
+            assert seen[0] == seen[1] and seen[0]["aten::mkldnn_convolution"] == 20
+    finally:
+        torch.set_num_threads(threads)
