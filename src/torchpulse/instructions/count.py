@@ -11,7 +11,6 @@ every time (docs/instructions.md, "Determinism").
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import platform
@@ -104,15 +103,16 @@ def command(stage: normalised.Stage, workloads: int, processes: int, *,
 
 
 def summarise(name: str, dumps: Sequence[callgrind.Dump], calls: int = 1,
-              top: int = TOP_FUNCTIONS) -> Counted:
+              top: int = TOP_FUNCTIONS, seconds: dict[str, float] | None = None) -> Counted:
     """A workload's figure from its windows of ``calls`` calls each: the median window's
-    instructions per call, and its functions' own instructions per call (the top ones)."""
+    instructions per call, and its functions' own instructions per call (the top ones);
+    ``seconds``: where the child's time went (worker.PHASES)."""
     counts = [round(d.total / calls) for d in dumps]
     median = int(statistics.median_low(counts))
     chosen = dumps[counts.index(median)]
     ranked = sorted(chosen.self_cost.items(), key=lambda kv: -kv[1])[:top]
     functions = {fn: round(cost / calls) for fn, cost in ranked}
-    return Counted(name, median, counts, functions)
+    return Counted(name, median, counts, functions, dict(seconds or {}))
 
 
 def _run(cmd: list[str], env: dict, cwd: Path, timeout: float | None,
@@ -166,8 +166,8 @@ def _collect(workloads: Sequence[str], out: Path) -> tuple[dict[str, Counted], d
         numbers = range(result["first"], result["first"] + result["windows"])
         dumps = [callgrind.read(out / "dumps" / f"callgrind.out.{result['pid']}.{n}")
                  for n in numbers]
-        counted[name] = dataclasses.replace(summarise(name, dumps, result["calls"]),
-                                            seconds=result.get("seconds", {}))
+        counted[name] = summarise(name, dumps, result["calls"],
+                                  seconds=result.get("seconds"))
     return counted, failed
 
 
