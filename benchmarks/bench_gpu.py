@@ -7,7 +7,7 @@ CPU runs skip it (the per-process suites measure them there), each benchmark say
 $TORCHPULSE_GPU_SUITE=cpu runs it on the CPU as a dry run of its path.
 By default it measures every workload but the variable-length Python and TorchScript loops
 (family.GPU_LEFT_OUT, as upstream's fastrnns); $TORCHPULSE_GPU_WORKLOADS=all measures those
-too, and comma-separated shell patterns (``rnns/*,cnns/*``) measure the workloads they match
+too, and comma-separated shell patterns (``rnns/cudnn*,cnns/*``) measure the workloads they match
 only; the others skip."""
 
 import os

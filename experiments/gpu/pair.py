@@ -4,8 +4,11 @@ directory, environment and asv machine name, CPU hogs beside it). docs/gpu.md, "
 processes as CI differs".
 
     python experiments/gpu/pair.py rows.jsonl [--labels a,b] [--table]
+    python experiments/gpu/pair.py rows.jsonl --labels a,asv --asv RESULTS.json
 
-Reads measure_once.py's ``--rows`` lines (a line a workload, as measured). Prints, over the
+Reads measure_once.py's ``--rows`` lines (a line a workload, as measured); with ``--asv``,
+the label ``asv`` is an asv results file of ``bench_gpu`` stored with ``--record-samples``
+(suite.sh's ``asv_full``), so a run through asv compares with a direct one. Prints, over the
 workloads both processes measured: the exact counters that differ, each timed figure's
 largest and median difference of the medians, and the seconds each process spent; with
 ``--table`` a row a workload.
@@ -33,6 +36,29 @@ def rows(path: Path, label: str) -> dict[str, dict]:
     return out
 
 
+def asv_rows(path: Path) -> dict[str, dict]:
+    """bench_gpu's figures from an asv results file, as rows (no copies, no seconds)."""
+    stored = json.loads(path.read_text())
+    columns = stored["result_columns"]
+    per_figure = {"track_kernels": "kernels", "track_syncs": "syncs",
+                  "track_gpu_memory": "gpu_memory", "track_kernel_time": "kernel_time",
+                  "track_wall_time": "wall"}
+    out: dict[str, dict] = {}
+    for method, key in per_figure.items():
+        # asv leaves trailing empty columns out of a row
+        row = dict(zip(columns, stored["results"][f"bench_gpu.Workloads.{method}"],
+                       strict=False))
+        samples = row.get("samples") or [None] * len(row["result"])
+        for param, value, sample in zip(row["params"][0], row["result"], samples,
+                                        strict=True):
+            if value is None:
+                continue
+            figures = out.setdefault(param.strip("'"), {"figures": {"copies": None},
+                                                         "seconds": 0.0})["figures"]
+            figures[key] = sample if key in TIMED else value
+    return out
+
+
 def difference(a: list[float], b: list[float]) -> float:
     """b's median relative to a's, as a fraction."""
     first, second = statistics.median(a), statistics.median(b)
@@ -44,18 +70,25 @@ def main() -> int:
     parser.add_argument("rows", type=Path)
     parser.add_argument("--labels", default="a,b")
     parser.add_argument("--table", action="store_true")
+    parser.add_argument("--asv", type=Path, help="an asv results file, read as label asv")
     args = parser.parse_args()
     first, second = args.labels.split(",")
-    a, b = rows(args.rows, first), rows(args.rows, second)
-    both = [n for n in a if n in b and "figures" in a[n] and "figures" in b[n]]
+    a, b = (asv_rows(args.asv) if args.asv and label == "asv" else rows(args.rows, label)
+            for label in (first, second))
+    both = [n for n in a if n in b and "figures" in a[n] and "figures" in b[n]
+            and all(k in a[n]["figures"] and k in b[n]["figures"] for k in TIMED)]
     failed = {n: r["failed"] for r_ in (a, b) for n, r in r_.items() if "failed" in r}
     print(f"{len(a)} workloads in {first} ({sum(r['seconds'] for r in a.values()):.1f} s), "
           f"{len(b)} in {second} ({sum(r['seconds'] for r in b.values()):.1f} s); "
           f"{len(both)} measured by both; failed: {failed or 'none'}")
     for key in COUNTERS:
-        moved = [(n, a[n]["figures"][key], b[n]["figures"][key]) for n in both
+        held = [n for n in both
+                if a[n]["figures"].get(key) is not None and b[n]["figures"].get(key) is not None]
+        if not held:
+            continue
+        moved = [(n, a[n]["figures"][key], b[n]["figures"][key]) for n in held
                  if a[n]["figures"][key] != b[n]["figures"][key]]
-        print(f"{key}: {len(both) - len(moved)} of {len(both)} the same"
+        print(f"{key}: {len(held) - len(moved)} of {len(held)} the same"
               + (f"; differ: {moved[:8]}" if moved else ""))
     for key in TIMED:
         diffs = sorted(((abs(difference(a[n]["figures"][key], b[n]["figures"][key])), n)
