@@ -116,13 +116,14 @@ def summarise(name: str, dumps: Sequence[callgrind.Dump], calls: int = 1,
 
 
 def _run(cmd: list[str], env: dict, cwd: Path, timeout: float | None,
-         log) -> tuple[int, str]:
+         log, keep: tuple[int, ...] = ()) -> tuple[int, str]:
     """Run the counted process (in a process group of its own: its forked children go with
     it on a timeout or an interrupt), passing each line it writes to ``log`` as it comes (a
-    count of the whole family takes minutes); (exit status, its last line)."""
+    count of the whole family takes minutes); (exit status, its last line). ``keep``: file
+    descriptors it inherits (the stage's lock)."""
     last = "no output"
     with subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True,
+                          stderr=subprocess.PIPE, text=True, pass_fds=keep,
                           start_new_session=True) as proc:
         timer = threading.Timer(timeout, _kill_group, (proc,)) if timeout else None
         if timer:
@@ -201,7 +202,9 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
                 log(f"{verb} {names[int(index)]}{' ' + tail if tail else ''}" if known
                     else line)
 
-        returncode, tail = _run(cmd, dict(stage.environ), stage.root, timeout, progress)
+        # the lock goes with it: a counted process that outlives this one keeps its stage
+        returncode, tail = _run(cmd, dict(stage.environ), stage.root, timeout, progress,
+                                (stage.lock,) if stage.lock >= 0 else ())
         if returncode != 0:
             raise CountingError(f"the counted process failed (exit {returncode}): {tail}")
         return _collect(names, out)

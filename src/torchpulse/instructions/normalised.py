@@ -12,7 +12,10 @@ or asv machine name:
 
 - a fresh working directory of fixed length, ``/tmp/tpc-00000000`` or the next number free
   (not ``$TMPDIR``, whose length varies between CI jobs), which also holds its input and
-  output files;
+  output files. A stage holds a lock (``LOCK``) for as long as a process of its count lives;
+  one whose lock nobody holds was left by a count that was killed, and is removed and its
+  number taken again, so that a killed count neither litters ``/tmp`` for good nor moves
+  every later count of the machine to another stage name;
 - the base interpreter (``realpath(sys.executable)``, not the virtual environment's link) with
   ``-S`` and ``PYTHONPATH`` naming fixed-length paths (``<stage>/p/00``, ``01``, ...): first a
   copy of torchpulse's sources alone (the import system lists and caches every directory it
@@ -25,9 +28,11 @@ or asv machine name:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.util
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -38,6 +43,12 @@ from pathlib import Path
 FIXED_TMP = "/tmp"
 PREFIX = "tpc-"  # and 8 characters: the stage's path has one length everywhere
 STAGE_TRIES = 1000
+# in every stage, written first: locked (flock) by the count that made it and inherited by the
+# counted process, so a stage stays in use while either lives, even past its maker's death.
+# In the links' folder, not the stage's root: that is the counted process's working
+# directory, which its import system lists, and one more name there moved counts by up to 2 %
+LINKS = "p"
+LOCK = f"{LINKS}/.torchpulse-stage"
 # torchpulse's package folder, copied into every stage (``copy_sources``) with these files
 PACKAGE = Path(__file__).resolve().parent.parent
 SOURCE_SUFFIXES = (".py", ".yaml")
@@ -51,6 +62,7 @@ class Stage:
     root: Path
     python: tuple[str, ...]
     environ: Mapping[str, str]
+    lock: int = -1  # the stage's lock, open: the counted process inherits it (pass_fds)
 
 
 def _package_root(name: str) -> Path | None:
@@ -95,18 +107,52 @@ def _not_sources(folder: str, names: list[str]) -> set[str]:
         not os.path.isdir(os.path.join(folder, n)) and not n.endswith(SOURCE_SUFFIXES))}
 
 
-def _new_directory(base: Path) -> Path:
-    """``base/tpc-00000000``, or the next number free: created here (never one that was
-    there), and the same name, hence the same string hashes in the counted process, from one
-    run to the next unless runs overlap or one was killed before it tidied up."""
+def _new_directory(base: Path) -> tuple[Path, int]:
+    """``base/tpc-00000000``, or the next number free, and its lock, held: created here
+    (never one that was there, but for a stale stage of this user's, removed first), and
+    the same name, hence the same string hashes in the counted process, from one run to the
+    next unless runs overlap."""
     for number in range(STAGE_TRIES):
         path = base / f"{PREFIX}{number:08d}"
+        for _ in range(2):  # a stale stage is removed, then its number tried once more
+            try:
+                path.mkdir(mode=0o700)
+            except FileExistsError:
+                if _remove_if_stale(path):
+                    continue
+                break
+            return path, _lock(path)
+    path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))  # 8 characters too
+    return path, _lock(path)
+
+
+def _lock(stage: Path) -> int:
+    (stage / LINKS).mkdir()
+    fd = os.open(stage / LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def _remove_if_stale(path: Path) -> bool:
+    """Remove ``path`` if it is a stage of this user's that no live process uses (its lock
+    is free): a real directory, not a link, holding a LOCK file. Anything else is left as it
+    is; True if it went."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            return False
+        fd = os.open(path / LOCK, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
         try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        return path
-    return Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))  # 8 characters too
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: a count is running in it
+            return False
+        shutil.rmtree(path, ignore_errors=True)  # unlinks its links, never follows them
+        return not os.path.lexists(path)
+    finally:
+        os.close(fd)
 
 
 def environment(root: Path, links: list[Path], extra: Mapping[str, str]) -> dict[str, str]:
@@ -121,10 +167,9 @@ def environment(root: Path, links: list[Path], extra: Mapping[str, str]) -> dict
 def stage(extra_environ: Mapping[str, str]) -> Iterator[Stage]:
     """A fresh stage, removed afterwards with everything in it (its links only, never what
     they point to)."""
-    root = _new_directory(Path(_base_directory()))
+    root, lock = _new_directory(Path(_base_directory()))
     try:
-        links_dir = root / "p"
-        links_dir.mkdir()
+        links_dir = root / LINKS  # made with the lock
         links = [links_dir / "00"]
         copy_sources(PACKAGE, links[0] / PACKAGE.name)
         for index, target in enumerate(import_roots(), start=1):
@@ -132,6 +177,7 @@ def stage(extra_environ: Mapping[str, str]) -> Iterator[Stage]:
             link.symlink_to(target, target_is_directory=True)
             links.append(link)
         python = (os.path.realpath(sys.executable), "-S")
-        yield Stage(root, python, environment(root, links, extra_environ))
+        yield Stage(root, python, environment(root, links, extra_environ), lock)
     finally:
         shutil.rmtree(root, ignore_errors=True)  # rmtree unlinks links, never follows them
+        os.close(lock)
