@@ -12,7 +12,13 @@ shift at commit i is the difference of the means of the WINDOW commits after and
 it, whose variance under the model is 2 e / m + w (2 m^2 + 1) / (3 m); a change point is a
 local maximum of that z beyond the Bonferroni bound over n / m windows at ALPHA.
 
+Which series the hybrid hands to the test is decided by the walk's share of the successive
+differences' variance: ROUTE "two" from the spreads of differences one and two apart, ROUTE
+"multi" (the default) from a least-squares fit of the squared median deviations of the
+differences 1..LAGS apart, which a step or a season does not make grow.
+
 Run: .venv/bin/python experiments/local_level.py [SEED] [PER_CELL]
+     .venv/bin/python experiments/local_level.py shares [SEED]   (each kind's routing share)
 """
 
 import math
@@ -30,6 +36,7 @@ from torchpulse.evaluation import moving, shapes, synthetic
 WINDOW = 5
 ALPHA = 0.01
 WALK_SHARE = 0.5  # above it, the local-level test decides (the hybrid column)
+ROUTE = "multi"  # how the share is estimated: "multi" (walk_and_white) or "two" (v1, v2)
 
 
 def walk_share(values: list[float]) -> float:
@@ -41,6 +48,40 @@ def walk_share(values: list[float]) -> float:
     v1 = spread(np.diff(x)) ** 2
     v2 = spread(x[2:] - x[:-2]) ** 2
     return 0.0 if v1 == 0.0 else max(v2 - v1, 0.0) / v1
+
+
+LAGS = 14  # the lags the multi-lag fit reads: two weeks of a weekly season
+
+
+def walk_and_white(x: np.ndarray) -> tuple[float, float]:
+    """(w, e) of the local-level model from the robust spreads of differences 1..LAGS apart,
+    s_k^2 = 2 e + k w, by least squares over k: a step straddled by a few differences of
+    each lag does not move a robust spread, and a season makes s_k oscillate, not grow."""
+    lags = [k for k in range(1, LAGS + 1) if len(x) - k >= 8]
+    if len(lags) < 3:
+        v1 = spread(np.diff(x)) ** 2
+        return 0.0, v1 / 2.0
+    s2 = np.array([_mad(x[k:] - x[:-k]) ** 2 for k in lags])
+    design = np.stack([np.ones(len(lags)), np.asarray(lags, dtype=float)], axis=1)
+    (intercept, slope), *_ = np.linalg.lstsq(design, s2, rcond=None)
+    return max(float(slope), 0.0), max(float(intercept) / 2.0, 0.0)
+
+
+def _mad(d: np.ndarray) -> float:
+    """The median absolute deviation as a standard deviation: a step straddled by fewer
+    than half the differences of a lag does not move it (noise.spread falls back to a
+    trimmed root mean square on two modes, which a step's differences make)."""
+    return float(1.4826 * np.median(np.abs(d - np.median(d))))
+
+
+def walk_share_multi(values: list[float]) -> float:
+    """w / (2 e + w): the walk's share of the successive differences' variance, from the
+    multi-lag fit."""
+    x = np.log(np.asarray(values, dtype=float))
+    if len(x) < 12:
+        return 0.0
+    w, e = walk_and_white(x)
+    return 0.0 if w + 2 * e == 0.0 else w / (w + 2 * e)
 
 
 def local_level_changes(values: list[float]) -> list[int]:
@@ -83,8 +124,9 @@ def score(rows, name, truths, draw):
         theirs = [where[c.index] for c in analyse(
             [Point(f"c{i}", v) for i, v in enumerate(series)]).change_points]
         # the hybrid: the local-level test where the walk dominates, the detector elsewhere
+        share = (walk_share_multi(series) if ROUTE == "multi" else walk_share(series))
         ours = ([where[i] for i in local_level_changes(series)]
-                if walk_share(series) > WALK_SHARE else theirs)
+                if share > WALK_SHARE else theirs)
         kind = getattr(t, "shape", getattr(t, "kind", "?"))
         change = getattr(t, "change", "step" if kind == "step" else "none")
         size = round(t.size, 3) if change == "step" else 0.0
@@ -118,6 +160,37 @@ def main(seed: int, per: int) -> None:
     print(f"\n{time.time() - started:.1f} s")
 
 
+def shares(seed: int, per: int = 20) -> None:
+    """Per family, kind and change: the share of series the hybrid would hand to the test."""
+    rng = np.random.default_rng(seed)
+    out = defaultdict(list)
+
+    def add(name, truths, draw):
+        for t in truths:
+            values = [v for v in draw(t) if v is not None]
+            kind = getattr(t, "shape", getattr(t, "kind", "?"))
+            change = getattr(t, "change", "step" if kind == "step" else "none")
+            share = walk_share_multi(values) if ROUTE == "multi" else walk_share(values)
+            out[(name, kind, change)].append(share)
+
+    add("moving", moving.plan(100, per, 4 * per, rng), lambda t: moving.draw(t, 100, rng))
+    add("shapes", shapes.plan(100, per, rng, 4 * per),
+        lambda t: shapes.draw(t, 100, rng).values)
+    noise = synthetic.NoiseModel()
+    add("synthetic", synthetic.plan(max(per // 4, 1), 4 * per, 60, rng),
+        lambda t: [float(np.median(r)) for r in synthetic._samples(
+            synthetic._levels(t, 60), t.cv, noise, rng)])
+    print("| family | kind | change | n | median share | routed (share > WALK_SHARE) |\n"
+          "|---|---|---|---:|---:|---:|")
+    for (fam, kind, change), v in sorted(out.items()):
+        v = np.asarray(v)
+        print(f"| {fam} | {kind} | {change} | {len(v)} | {np.median(v):.2f} | "
+              f"{np.mean(v > WALK_SHARE):.2f} |")
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 17,
-         int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+    if len(sys.argv) > 1 and sys.argv[1] == "shares":
+        shares(int(sys.argv[2]) if len(sys.argv) > 2 else 17)
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 17,
+             int(sys.argv[2]) if len(sys.argv) > 2 else 20)
