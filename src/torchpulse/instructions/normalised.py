@@ -127,9 +127,22 @@ def _new_directory(base: Path) -> tuple[Path, int]:
 
 
 def _lock(stage: Path) -> int:
-    (stage / LINKS).mkdir()
-    fd = os.open(stage / LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    """The lock of the new ``stage``, held. It is locked under another name and then renamed
+    into place, so that no other count ever finds it unlocked; the stage goes if this
+    fails."""
+    try:
+        (stage / LINKS).mkdir()
+        making = stage / f"{LOCK}.new"
+        fd = os.open(making, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.rename(making, stage / LOCK)
+        except BaseException:
+            os.close(fd)
+            raise
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
     return fd
 
 
