@@ -240,8 +240,9 @@ def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
 
     seen = []
 
-    def fake_run(cmd, env, cwd, timeout, log):
+    def fake_run(cmd, env, cwd, timeout, log, keep=()):
         seen.append((cwd / "prewarm.json").read_bytes())
+        assert len(keep) == 1  # the stage's lock goes with the counted process
         return 0, ""
 
     monkeypatch.setattr(count, "_run", fake_run)
