@@ -204,7 +204,7 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
 
         # the lock goes with it: a counted process that outlives this one keeps its stage
         returncode, tail = _run(cmd, dict(stage.environ), stage.root, timeout, progress,
-                                (stage.lock,) if stage.lock >= 0 else ())
+                                (stage.lock,))
         if returncode != 0:
             raise CountingError(f"the counted process failed (exit {returncode}): {tail}")
         return _collect(names, out)

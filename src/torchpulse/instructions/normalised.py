@@ -62,7 +62,7 @@ class Stage:
     root: Path
     python: tuple[str, ...]
     environ: Mapping[str, str]
-    lock: int = -1  # the stage's lock, open: the counted process inherits it (pass_fds)
+    lock: int  # the stage's lock, open: the counted process inherits it (pass_fds)
 
 
 def _package_root(name: str) -> Path | None:
@@ -114,16 +114,19 @@ def _new_directory(base: Path) -> tuple[Path, int]:
     next unless runs overlap."""
     for number in range(STAGE_TRIES):
         path = base / f"{PREFIX}{number:08d}"
-        for _ in range(2):  # a stale stage is removed, then its number tried once more
-            try:
-                path.mkdir(mode=0o700)
-            except FileExistsError:
-                if _remove_if_stale(path):
-                    continue
-                break
+        # a stale stage is removed, then its number tried once more
+        if _made(path) or (_remove_if_stale(path) and _made(path)):
             return path, _lock(path)
     path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))  # 8 characters too
     return path, _lock(path)
+
+
+def _made(path: Path) -> bool:
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        return False
+    return True
 
 
 def _lock(stage: Path) -> int:
