@@ -8,7 +8,7 @@ each variant is a copy of this tree's ``src`` with lines added where those commi
 
 KEY=VALUE pairs override ``sizes.INSTRUCTIONS["fastrnns"]`` (for example hidden_size=64).
 Prints each workload's spread over the variants (largest minus smallest over the median)
-and saves every count to OUT.json. A few minutes for a handful of workloads and variants.
+and saves every count, with its top functions, to OUT.json. A few minutes for a handful of workloads and variants.
 """
 
 import json
@@ -32,6 +32,7 @@ names = family.matching(family.workloads(fastrnns, autograd), sys.argv[2])
 counted, failed = count.count(names, tables)
 import torchpulse
 print(json.dumps({"counts": {n: c.instructions for n, c in counted.items()}, "failed": failed,
+                  "functions": {n: c.functions for n, c in counted.items()},
                   "package": torchpulse.__file__}))
 """
 
