@@ -8,7 +8,8 @@ each variant is a copy of this tree's ``src`` with lines added where those commi
 
 KEY=VALUE pairs override ``sizes.INSTRUCTIONS["fastrnns"]`` (for example hidden_size=64).
 Prints each workload's spread over the variants (largest minus smallest over the median)
-and saves every count, with its top functions, to OUT.json. A few minutes for a handful of workloads and variants.
+and saves every count, with its top functions, to OUT.json. A few minutes for a handful of
+workloads and variants.
 """
 
 import json
