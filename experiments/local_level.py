@@ -115,6 +115,30 @@ def local_level_changes(values: list[float]) -> list[int]:
     return sorted(found)
 
 
+TEST = "moves"  # what decides a routed series: "moves" (move_changes) or "windows" (above)
+
+
+def move_changes(values: list[float]) -> list[int]:
+    """Indices where the move from the commit before is beyond what the series' own moves
+    allow: a share p of the moves is non-zero (1 for a walk, the update rate for a quote),
+    those normal with the robust spread s of the non-zero moves; a move is a change point
+    when |move| > c, c such that the largest of the n moves passes it with probability
+    ALPHA when nothing changed: 1 - (1 - 2 p Q(c / s))^n = ALPHA (experiments/
+    moving_bounds.py: the yardstick this test follows)."""
+    x = np.log(np.asarray(values, dtype=float))
+    d = np.diff(x)
+    moved = d[d != 0.0]
+    if len(moved) < 8:
+        return [i + 1 for i in np.flatnonzero(d)]
+    p = len(moved) / len(d)
+    s = _mad(moved)
+    if s == 0.0:
+        return []
+    tail = (1.0 - (1.0 - ALPHA) ** (1.0 / len(d))) / (2.0 * p)
+    c = s * norm.isf(min(tail, 0.5))
+    return [int(i) + 1 for i in np.flatnonzero(np.abs(d) > c)]
+
+
 def score(rows, name, truths, draw):
     for t in truths:
         values, _ = draw(t)
@@ -125,8 +149,8 @@ def score(rows, name, truths, draw):
             [Point(f"c{i}", v) for i, v in enumerate(series)]).change_points]
         # the hybrid: the local-level test where the walk dominates, the detector elsewhere
         share = (walk_share_multi(series) if ROUTE == "multi" else walk_share(series))
-        ours = ([where[i] for i in local_level_changes(series)]
-                if share > WALK_SHARE else theirs)
+        routed = move_changes if TEST == "moves" else local_level_changes
+        ours = [where[i] for i in routed(series)] if share > WALK_SHARE else theirs
         kind = getattr(t, "shape", getattr(t, "kind", "?"))
         change = getattr(t, "change", "step" if kind == "step" else "none")
         size = round(t.size, 3) if change == "step" else 0.0
