@@ -15,7 +15,9 @@ local maximum of that z beyond the Bonferroni bound over n / m windows at ALPHA.
 Which series the hybrid hands to the test is decided by the walk's share of the successive
 differences' variance: ROUTE "two" from the spreads of differences one and two apart, ROUTE
 "multi" (the default) from a least-squares fit of the squared median deviations of the
-differences 1..LAGS apart, which a step or a season does not make grow.
+differences 1..LAGS apart, which a step or a season does not make grow. What decides a
+routed series: TEST "moves" (the default; move_changes, a test on the largest moves) or
+"windows" (local_level_changes, the window means above).
 
 Run: .venv/bin/python experiments/local_level.py [SEED] [PER_CELL]
      .venv/bin/python experiments/local_level.py shares [SEED]   (each kind's routing share)
@@ -147,7 +149,7 @@ def score(rows, name, truths, draw):
         series = [v for _, v in kept]
         theirs = [where[c.index] for c in analyse(
             [Point(f"c{i}", v) for i, v in enumerate(series)]).change_points]
-        # the hybrid: the local-level test where the walk dominates, the detector elsewhere
+        # the hybrid: the routed test where the walk dominates, the detector elsewhere
         share = (walk_share_multi(series) if ROUTE == "multi" else walk_share(series))
         routed = move_changes if TEST == "moves" else local_level_changes
         ours = [where[i] for i in routed(series)] if share > WALK_SHARE else theirs
