@@ -120,25 +120,40 @@ def local_level_changes(values: list[float]) -> list[int]:
 TEST = "moves"  # what decides a routed series: "moves" (move_changes) or "windows" (above)
 
 
+HOLD = 3  # commits a move's new level must hold, on average, for it to be a change
+
+
 def move_changes(values: list[float]) -> list[int]:
     """Indices where the move from the commit before is beyond what the series' own moves
-    allow: a share p of the moves is non-zero (1 for a walk, the update rate for a quote),
-    those normal with the robust spread s of the non-zero moves; a move is a change point
-    when |move| > c, c such that the largest of the n moves passes it with probability
-    ALPHA when nothing changed: 1 - (1 - 2 p Q(c / s))^n = ALPHA (experiments/
-    moving_bounds.py: the yardstick this test follows)."""
+    allow and the level it reaches holds. The moves are taken about their median (a drift's
+    slope); a share p of them is non-zero (1 for a walk, the update rate for a quote), those
+    normal with the robust spread s of the non-zero ones. A move is a candidate when its
+    size passes c, c such that the largest of the n moves passes it with probability ALPHA
+    when nothing changed: 1 - (1 - 2 p Q(c / s))^n = ALPHA (experiments/moving_bounds.py:
+    the yardstick this test follows); it is a change when the means of the HOLD commits
+    from it and the HOLD before it differ by more than c / 2 (a toggle's or a spike's move
+    comes back). Moves that are all the same but a few (an exact series, a noiseless drift):
+    those few, if their level holds."""
     x = np.log(np.asarray(values, dtype=float))
     d = np.diff(x)
-    moved = d[d != 0.0]
-    if len(moved) < 8:
-        return [i + 1 for i in np.flatnonzero(d)]
-    p = len(moved) / len(d)
-    s = _mad(moved)
-    if s == 0.0:
-        return []
-    tail = (1.0 - (1.0 - ALPHA) ** (1.0 / len(d))) / (2.0 * p)
-    c = s * norm.isf(min(tail, 0.5))
-    return [int(i) + 1 for i in np.flatnonzero(np.abs(d) > c)]
+    dev = d - np.median(d)
+    moved = dev[dev != 0.0]
+    s = _mad(moved) if len(moved) >= 8 else 0.0
+    if s == 0.0:  # exact: every move off the common one is a candidate
+        candidates, c = np.flatnonzero(dev), 0.0
+    else:
+        p = len(moved) / len(d)
+        tail = (1.0 - (1.0 - ALPHA) ** (1.0 / len(d))) / (2.0 * p)
+        c = s * norm.isf(min(tail, 0.5))
+        candidates = np.flatnonzero(np.abs(dev) > c)
+    found = []
+    for j in candidates:
+        i = int(j) + 1  # the commit the move arrives at
+        after, before = x[i:i + HOLD], x[max(i - HOLD, 0):i]
+        slope = np.median(d) * (len(before) + len(after)) / 2.0  # the drift between them
+        if abs(after.mean() - before.mean() - slope) > max(c / 2.0, abs(dev[j]) / 2.0):
+            found.append(i)
+    return found
 
 
 def score(rows, name, truths, draw):
