@@ -156,6 +156,35 @@ def move_changes(values: list[float]) -> list[int]:
     return found
 
 
+MOVES_ROUTE = True  # route by the moves' autocorrelation too (and a lower share)
+MOVES_SHARE = 0.2
+MOVES_RHO = -0.25  # white noise's moves: -0.5; a walk's, a quote's: 0; AR(0.9)'s: -0.05
+
+
+MOVES_DISTINCT = 12  # fewer distinct moves: a counter or a noiseless ramp, not a walk
+
+
+def distinct_moves(values: list[float]) -> int:
+    """How many different sizes the moves take (to a millionth of the largest)."""
+    d = np.diff(np.log(np.asarray(values, dtype=float)))
+    scale = float(np.max(np.abs(d))) if len(d) else 0.0
+    return 0 if scale == 0.0 else len(np.unique(np.round(d / scale, 6)))
+
+
+def moves_autocorrelation(values: list[float]) -> float:
+    """The lag-1 autocorrelation of the moves, each pulled to within 3 robust spreads of
+    their median first (one step's move does not decide it)."""
+    d = np.diff(np.log(np.asarray(values, dtype=float)))
+    if len(d) < 8:
+        return -0.5
+    centre, s = np.median(d), _mad(d)
+    if s == 0.0:
+        return 0.0
+    d = np.clip(d, centre - 3 * s, centre + 3 * s) - np.mean(d)
+    denominator = float(np.dot(d, d))
+    return 0.0 if denominator == 0.0 else float(np.dot(d[1:], d[:-1]) / denominator)
+
+
 def score(rows, name, truths, draw):
     for t in truths:
         values, _ = draw(t)
@@ -167,7 +196,10 @@ def score(rows, name, truths, draw):
         # the hybrid: the routed test where the walk dominates, the detector elsewhere
         share = (walk_share_multi(series) if ROUTE == "multi" else walk_share(series))
         routed = move_changes if TEST == "moves" else local_level_changes
-        ours = [where[i] for i in routed(series)] if share > WALK_SHARE else theirs
+        sent = (share > WALK_SHARE if not MOVES_ROUTE
+                else share > MOVES_SHARE and moves_autocorrelation(series) > MOVES_RHO
+                and distinct_moves(series) >= MOVES_DISTINCT)
+        ours = [where[i] for i in routed(series)] if sent else theirs
         kind = getattr(t, "shape", getattr(t, "kind", "?"))
         change = getattr(t, "change", "step" if kind == "step" else "none")
         size = round(t.size, 3) if change == "step" else 0.0
