@@ -17,7 +17,9 @@ differences' variance: ROUTE "two" from the spreads of differences one and two a
 "multi" (the default) from a least-squares fit of the squared median deviations of the
 differences 1..LAGS apart, which a step or a season does not make grow. What decides a
 routed series: TEST "moves" (the default; move_changes, a test on the largest moves) or
-"windows" (local_level_changes, the window means above).
+"windows" (local_level_changes, the window means above). With MOVES_ROUTE (the default) a
+series is routed when its share passes MOVES_SHARE, its moves' lag-1 autocorrelation
+MOVES_RHO, and its moves take MOVES_DISTINCT sizes or more (docs/detection.md).
 
 Run: .venv/bin/python experiments/local_level.py [SEED] [PER_CELL]
      .venv/bin/python experiments/local_level.py shares [SEED]   (each kind's routing share)
