@@ -159,8 +159,8 @@ def move_changes(values: list[float]) -> list[int]:
 
 
 MOVES_ROUTE = True  # route by the moves' autocorrelation too (and a lower share)
-MOVES_SHARE = 0.2
-MOVES_RHO = -0.25  # white noise's moves: -0.5; a walk's, a quote's: 0; AR(0.9)'s: -0.05
+MOVES_SHARE = 0.35
+MOVES_RHO = -0.15  # white noise's moves: -0.5; a walk's, a quote's: 0; AR(0.9)'s: -0.05
 
 
 MOVES_DISTINCT = 12  # fewer distinct moves: a counter or a noiseless ramp, not a walk
