@@ -120,8 +120,6 @@ def local_level_changes(values: list[float]) -> list[int]:
 
 
 TEST = "moves"  # what decides a routed series: "moves" (move_changes) or "windows" (above)
-
-
 HOLD = 3  # commits a move's new level must hold, on average, for it to be a change
 
 
@@ -133,9 +131,9 @@ def move_changes(values: list[float]) -> list[int]:
     size passes c, c such that the largest of the n moves passes it with probability ALPHA
     when nothing changed: 1 - (1 - 2 p Q(c / s))^n = ALPHA (experiments/moving_bounds.py:
     the yardstick this test follows); it is a change when the means of the HOLD commits
-    from it and the HOLD before it differ by more than c / 2 (a toggle's or a spike's move
-    comes back). Moves that are all the same but a few (an exact series, a noiseless drift):
-    those few, if their level holds."""
+    from it and the HOLD before it, the drift taken out, differ by more than half the move
+    (and c / 2): a toggle's or a spike's move comes back. Moves that are all the same but
+    a few (an exact series, a noiseless drift): those few, if their level holds."""
     x = np.log(np.asarray(values, dtype=float))
     d = np.diff(x)
     dev = d - np.median(d)
@@ -161,8 +159,6 @@ def move_changes(values: list[float]) -> list[int]:
 MOVES_ROUTE = True  # route by the moves' autocorrelation too (and a lower share)
 MOVES_SHARE = 0.35
 MOVES_RHO = -0.15  # white noise's moves: -0.5; a walk's, a quote's: 0; AR(0.9)'s: -0.05
-
-
 MOVES_DISTINCT = 12  # fewer distinct moves: a counter or a noiseless ramp, not a walk
 
 
