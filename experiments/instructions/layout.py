@@ -4,7 +4,9 @@ each variant is a copy of this tree's ``src`` with lines added where those commi
 (comments at the end of ``fastrnns/runners.py``, helper functions at the end of
 ``workloads.py``), counted once; optionally at other fastrnns sizes.
 
-    python experiments/instructions/layout.py OUT.json VARIANTS PATTERN [KEY=VALUE ...]
+    python experiments/instructions/layout.py OUT.json VARIANTS SELECTION [KEY=VALUE ...]
+
+SELECTION is a family selection (default, all, core) or comma-separated name patterns.
 
 KEY=VALUE pairs override ``sizes.INSTRUCTIONS["fastrnns"]`` (for example hidden_size=64).
 Prints each workload's spread over the variants (largest minus smallest over the median)
@@ -29,7 +31,10 @@ from torchpulse.autograd import choices as autograd
 from torchpulse.fastrnns import choices as fastrnns
 from torchpulse.instructions import count, family
 tables = json.loads(sys.argv[1])
-names = family.matching(family.workloads(fastrnns, autograd), sys.argv[2])
+if sys.argv[2] in family.SELECTIONS:
+    names = family.selected(fastrnns, autograd, sys.argv[2])
+else:
+    names = family.matching(family.workloads(fastrnns, autograd), sys.argv[2])
 counted, failed = count.count(names, tables)
 import torchpulse
 print(json.dumps({"counts": {n: c.instructions for n, c in counted.items()}, "failed": failed,
