@@ -19,7 +19,8 @@ differences 1..LAGS apart, which a step or a season does not make grow. What dec
 routed series: TEST "moves" (the default; move_changes, a test on the largest moves) or
 "windows" (local_level_changes, the window means above). With MOVES_ROUTE (the default) a
 series is routed when its share passes MOVES_SHARE, its moves' lag-1 autocorrelation
-MOVES_RHO, and its moves take MOVES_DISTINCT sizes or more (docs/detection.md).
+MOVES_RHO, their autocorrelations at lags 1-3 summed MOVES_RHO3, and its moves take
+MOVES_DISTINCT sizes or more (docs/detection.md).
 
 Run: .venv/bin/python experiments/local_level.py [SEED] [PER_CELL]
      .venv/bin/python experiments/local_level.py shares [SEED]   (each kind's routing share)
@@ -156,9 +157,10 @@ def move_changes(values: list[float]) -> list[int]:
     return found
 
 
-MOVES_ROUTE = True  # route by the moves' autocorrelation too (and a lower share)
-MOVES_SHARE = 0.35
+MOVES_ROUTE = True  # route by the moves' autocorrelations too (and a lower share)
+MOVES_SHARE = 0.2
 MOVES_RHO = -0.15  # white noise's moves: -0.5; a walk's, a quote's: 0; AR(0.9)'s: -0.05
+MOVES_RHO3 = -0.25  # the moves' autocorrelations at lags 1-3, summed: a walk's 0, AR(0.6)'s -0.4
 MOVES_DISTINCT = 12  # fewer distinct moves: a counter or a noiseless ramp, not a walk
 
 
@@ -169,9 +171,9 @@ def distinct_moves(values: list[float]) -> int:
     return 0 if scale == 0.0 else len(np.unique(np.round(d / scale, 6)))
 
 
-def moves_autocorrelation(values: list[float]) -> float:
-    """The lag-1 autocorrelation of the moves, each pulled to within 3 robust spreads of
-    their median first (one step's move does not decide it)."""
+def moves_autocorrelation(values: list[float], lag: int = 1) -> float:
+    """The autocorrelation of the moves at ``lag``, each move pulled to within 3 robust
+    spreads of their median first (one step's move does not decide it)."""
     d = np.diff(np.log(np.asarray(values, dtype=float)))
     if len(d) < 8:
         return -0.5
@@ -180,7 +182,7 @@ def moves_autocorrelation(values: list[float]) -> float:
         return 0.0
     d = np.clip(d, centre - 3 * s, centre + 3 * s) - np.mean(d)
     denominator = float(np.dot(d, d))
-    return 0.0 if denominator == 0.0 else float(np.dot(d[1:], d[:-1]) / denominator)
+    return 0.0 if denominator == 0.0 else float(np.dot(d[lag:], d[:-lag]) / denominator)
 
 
 def score(rows, name, truths, draw):
@@ -196,6 +198,7 @@ def score(rows, name, truths, draw):
         routed = move_changes if TEST == "moves" else local_level_changes
         sent = (share > WALK_SHARE if not MOVES_ROUTE
                 else share > MOVES_SHARE and moves_autocorrelation(series) > MOVES_RHO
+                and sum(moves_autocorrelation(series, k) for k in (1, 2, 3)) > MOVES_RHO3
                 and distinct_moves(series) >= MOVES_DISTINCT)
         ours = [where[i] for i in routed(series)] if sent else theirs
         kind = getattr(t, "shape", getattr(t, "kind", "?"))
