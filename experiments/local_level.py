@@ -164,25 +164,24 @@ MOVES_RHO3 = -0.25  # the moves' autocorrelations at lags 1-3, summed: a walk's 
 MOVES_DISTINCT = 12  # fewer distinct moves: a counter or a noiseless ramp, not a walk
 
 
-def distinct_moves(values: list[float]) -> int:
-    """How many different sizes the moves take (to a millionth of the largest)."""
+def walk_like_moves(values: list[float]) -> bool:
+    """Whether the moves look like a walk's (MOVES_RHO, MOVES_RHO3, MOVES_DISTINCT): their
+    autocorrelations at lags 1-3, each move pulled to within 3 robust spreads of their
+    median first (one step's move does not decide them), and how many different sizes they
+    take (to a millionth of the largest)."""
     d = np.diff(np.log(np.asarray(values, dtype=float)))
     scale = float(np.max(np.abs(d))) if len(d) else 0.0
-    return 0 if scale == 0.0 else len(np.unique(np.round(d / scale, 6)))
-
-
-def moves_autocorrelation(values: list[float], lag: int = 1) -> float:
-    """The autocorrelation of the moves at ``lag``, each move pulled to within 3 robust
-    spreads of their median first (one step's move does not decide it)."""
-    d = np.diff(np.log(np.asarray(values, dtype=float)))
-    if len(d) < 8:
-        return -0.5
+    if len(d) < 8 or scale == 0.0 or len(np.unique(np.round(d / scale, 6))) < MOVES_DISTINCT:
+        return False
     centre, s = np.median(d), _mad(d)
-    if s == 0.0:
-        return 0.0
+    if s == 0.0:  # most moves the same (a quote's zeros): read as uncorrelated
+        return True
     d = np.clip(d, centre - 3 * s, centre + 3 * s) - np.mean(d)
     denominator = float(np.dot(d, d))
-    return 0.0 if denominator == 0.0 else float(np.dot(d[lag:], d[:-lag]) / denominator)
+    if denominator == 0.0:
+        return True
+    rho = [float(np.dot(d[k:], d[:-k]) / denominator) for k in (1, 2, 3)]
+    return rho[0] > MOVES_RHO and sum(rho) > MOVES_RHO3
 
 
 def score(rows, name, truths, draw):
@@ -197,9 +196,7 @@ def score(rows, name, truths, draw):
         share = (walk_share_multi(series) if ROUTE == "multi" else walk_share(series))
         routed = move_changes if TEST == "moves" else local_level_changes
         sent = (share > WALK_SHARE if not MOVES_ROUTE
-                else share > MOVES_SHARE and moves_autocorrelation(series) > MOVES_RHO
-                and sum(moves_autocorrelation(series, k) for k in (1, 2, 3)) > MOVES_RHO3
-                and distinct_moves(series) >= MOVES_DISTINCT)
+                else share > MOVES_SHARE and walk_like_moves(series))
         ours = [where[i] for i in routed(series)] if sent else theirs
         kind = getattr(t, "shape", getattr(t, "kind", "?"))
         change = getattr(t, "change", "step" if kind == "step" else "none")
