@@ -269,3 +269,34 @@ def test_a_warm_up_that_fails_is_said_and_the_count_goes_on(tmp_path, capsys):
     worker.prewarm(spec)
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("prewarm failed: TypeError") and err[1].startswith("prewarmed in")
+
+
+def test_the_counted_thread_starts_its_work_only_once_the_main_thread_is_parked():
+    """The main thread running Python beside the started work, at a moment the switch
+    interval chose, made a count take one of several values (docs/instructions.md)."""
+    import threading
+
+    main = threading.get_ident()
+    switch = sys.getswitchinterval()
+
+    def work() -> dict:
+        frame = sys._current_frames()[main]
+        # the main thread waits in in_fresh_arena itself, on its last call, and is never
+        # asked to give the interpreter up while it gets there
+        return {"thread": threading.get_ident(), "where": frame.f_code.co_name,
+                "line": frame.f_lineno,
+                "switch": sys.getswitchinterval()}
+
+    got = worker.in_fresh_arena(work)
+    assert got["thread"] != main and got["where"] == "in_fresh_arena"
+    source = worker.in_fresh_arena.__code__
+    lines = Path(source.co_filename).read_text().splitlines()
+    assert lines[got["line"] - 1].strip() == "done.acquire()"
+    assert got["switch"] == worker.PARKING and sys.getswitchinterval() == switch
+
+    def fails() -> dict:
+        raise ValueError("no such workload")
+
+    with pytest.raises(ValueError, match="no such workload"):
+        worker.in_fresh_arena(fails)
+    assert sys.getswitchinterval() == switch

@@ -48,6 +48,7 @@ from torchpulse.instructions.callgrind import read_total
 # specialises its instructions as they run: a count taken earlier includes that work.
 EXTRA_WARMUP = 3
 MAX_CALLS = 64  # calls in one window at most (a workload of a few thousand instructions)
+PARKING = 60.0  # seconds: the switch interval while the main thread parks (in_fresh_arena)
 THREAD_STACK = 64 << 20  # the counted thread's stack: room for TorchScript's recursion
 # a child's phases, each timed (wall seconds under valgrind): the build, the uninstrumented
 # warm-up, instrumentation switched on and the sizing call, the settling and counted windows
@@ -120,21 +121,40 @@ def in_fresh_arena(work: Callable[[], dict]) -> dict:
     and cache, empty, so what the workload allocates lands the same way whatever the process
     allocated before (the parent's imports, the spec it read); in the process's main arena,
     a different history moved the counts by up to 0.4 % (docs/instructions.md). The stack
-    size is fixed: the default follows ``ulimit -s``."""
-    import threading
+    size is fixed: the default follows ``ulimit -s``.
+
+    The thread starts its work only once the main thread is parked: threading.Thread's
+    start and join ran Python code in the main thread after the work had begun, at a point
+    set by the interpreter's 5 ms switch interval, so wall-clock time decided where the
+    main thread's objects landed among the workload's, and a count took one of several
+    values from run to run (0.04-0.44 %, docs/instructions.md)."""
+    import _thread
 
     outcome: dict = {}
+    gate, done = _thread.allocate_lock(), _thread.allocate_lock()
+    gate.acquire()
+    done.acquire()
 
     def target() -> None:
+        gate.acquire()  # the main thread has nothing left to run but its wait
         try:
             outcome["result"] = work()
         except BaseException as exc:  # noqa: BLE001 (reported by the caller)
             outcome["error"] = exc
+        finally:
+            done.release()
 
-    threading.stack_size(THREAD_STACK)
-    thread = threading.Thread(target=target, name="counted")
-    thread.start()
-    thread.join()
+    switch = sys.getswitchinterval()
+    # the main thread is never asked for the GIL between its two last calls, however late
+    # the machine runs it
+    sys.setswitchinterval(PARKING)
+    try:
+        _thread.stack_size(THREAD_STACK)
+        _thread.start_new_thread(target, ())
+        gate.release()
+        done.acquire()
+    finally:
+        sys.setswitchinterval(switch)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
