@@ -175,10 +175,9 @@ counted, failed = count.count(json.loads(sys.argv[1]), sizes.INSTRUCTIONS)
 print(json.dumps({"from": torchpulse.__file__, "failed": sorted(failed),
                   "counts": {name: c.instructions for name, c in counted.items()}}))
 """
-# the most two processes may differ by: the issue's 0.1 %. Measured up to 0.037 % over the
-# default's 70 and 0.011 % on these two (docs/instructions.md, "Determinism"), where the
-# old way of counting moved 0.5-1.4 %; the two stages' names differ here (tpc-00000000 and
-# tpc-00000001), which moved counts by about 0.03 %
+# the most two processes may differ by: the issue's 0.1 %. Since the counted thread starts
+# only once the main thread is parked, the two agree to the instruction (docs/instructions.md,
+# "Determinism"); before, CI read 0.18 % here, and the old way of counting moved 0.5-1.4 %
 SPREAD = 0.001
 
 
