@@ -1,12 +1,13 @@
-"""The instruction family's end-to-end proof: a commit that adds a little work to a model's
-forward (a finiteness check of the py LSTM's final state, about +3 % instructions).
+"""The instruction family's end-to-end proof: a commit that adds a little work to two models
+(a finiteness check of the py LSTM's final state, about +3 % instructions; a multiplication and
+a shape check in the robust regression's loss, +1.04 % of its vjp: the default threshold's size).
 
 Both versions of torchpulse are counted for real under callgrind (the changed one from a
 patched copy of the package) and timed for real, alternating; their numbers fill a
 33-commit history whose commit 20 is the change. The alert names that commit on the
 instruction series, with the functions that grew; the same workload's wall time, measured
 one call a commit as a quick CI run would, cannot resolve a step that size; bisect finds
-the commit in at most 7 runs."""
+the commit in at most 7 runs, on either series."""
 
 import concurrent.futures
 import json
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.slow,
                                  reason="needs valgrind (callgrind)")]
 
 WORKLOAD = "rnns/py/forward"
+AUTOGRAD = "autograd/ppl_robust_reg/vjp"
 COUNTED = "bench_instructions.Instructions.track_instructions"
 TIMED = "bench_rnns.LSTM.time_forward"
 COMMITS, STEP = 33, 20
@@ -44,6 +46,13 @@ CHANGED = """        hy, cy = lstm_cell(inputs[seq_idx], (hy, cy), wih, whh, bih
         if not torch.isfinite(state).all():
             raise ValueError("the LSTM's state is not finite")
     return torch.stack(outputs), (hy.unsqueeze(0), cy.unsqueeze(0))
+"""
+# one elementwise op and a shape check more on the regression's mean: its forward and
+# backward add 1.04 % to the vjp's 5.8 M instructions, just above the default count threshold
+AUTOGRAD_ORIGINAL = "        mu = x.mm(beta_v)\n"
+AUTOGRAD_CHANGED = """        mu = x.mm(beta_v).contiguous() * 1.0
+        if mu.shape != (x.shape[0], 1):
+            raise ValueError("the regression's mean has the wrong shape")
 """
 # the wall time of one forward call of each version, the two versions alternating call by
 # call in one process (the changed layer loaded from the patched file beside the original),
@@ -86,6 +95,10 @@ def _changed_package(root):
     source = lstm.read_text()
     assert source.count(ORIGINAL) == 1, "models/lstm.py changed: update the planted change"
     lstm.write_text(source.replace(ORIGINAL, CHANGED))
+    ppl = copy / "torchpulse" / "autograd" / "ppl.py"
+    source = ppl.read_text()
+    assert source.count(AUTOGRAD_ORIGINAL) == 1, "autograd/ppl.py changed: update the change"
+    ppl.write_text(source.replace(AUTOGRAD_ORIGINAL, AUTOGRAD_CHANGED))
     return copy
 
 
@@ -102,20 +115,20 @@ COUNT = """
 import json, sys
 from torchpulse import sizes
 from torchpulse.instructions import count
-counted, failed = count.count([sys.argv[1]], sizes.INSTRUCTIONS)
-c = counted.get(sys.argv[1])
-print(json.dumps({"failed": failed, "counted": c and [c.instructions, c.counts, c.functions]}))
+counted, failed = count.count(sys.argv[1:], sizes.INSTRUCTIONS)
+print(json.dumps({"failed": failed, "counted": {
+    name: [c.instructions, c.counts, c.functions] for name, c in counted.items()}}))
 """
 
 
 def _count(pythonpath):
-    """The counted workload of one version."""
-    out = subprocess.run([*LOWEST, sys.executable, "-c", COUNT, WORKLOAD],
+    """The counted workloads of one version: {name: Counted}."""
+    out = subprocess.run([*LOWEST, sys.executable, "-c", COUNT, WORKLOAD, AUTOGRAD],
                          env=_environment(pythonpath), capture_output=True, text=True,
                          check=True).stdout
     got = json.loads(out)
     assert not got["failed"], got["failed"]
-    return count.Counted(WORKLOAD, *got["counted"])
+    return {name: count.Counted(name, *c) for name, c in got["counted"].items()}
 
 
 def _times(changed, before, after):
@@ -139,7 +152,8 @@ def history(tmp_path_factory):
     results = project / "results"
     write_json_atomically(results / "m" / "machine.json", {"machine": "m", "version": 1})
     write_json_atomically(results / "benchmarks.json", {
-        COUNTED: {"name": COUNTED, "params": [[repr(WORKLOAD)]], "param_names": ["workload"],
+        COUNTED: {"name": COUNTED, "params": [[repr(WORKLOAD), repr(AUTOGRAD)]],
+                  "param_names": ["workload"],
                   "type": "track", "unit": "instructions", "version": "1"},
         TIMED: {"name": TIMED, "params": [["'py'"]], "param_names": ["runner"],
                 "type": "time", "unit": "seconds", "version": "1"},
@@ -148,27 +162,35 @@ def history(tmp_path_factory):
         version, times = (before, before_times) if i < STEP else (after, after_times)
         r = asv_results.new({"machine": "m"}, sha, 1_700_000_000_000 + i, "3.11", "e")
         # the three calls' counts in turn: commit to commit, counts move by about as much
-        asv_results.add(r, COUNTED, "1", [[repr(WORKLOAD)]],
-                        [version.counts[i % len(version.counts)]])
+        asv_results.add(r, COUNTED, "1", [[repr(WORKLOAD), repr(AUTOGRAD)]],
+                        [version[w].counts[i % len(version[w].counts)]
+                         for w in (WORKLOAD, AUTOGRAD)])
         asv_results.add(r, TIMED, "1", [["'py'"]], [times[i if i < STEP else i - STEP]])
         asv_results.save(r, results, asv_results.filename("m", sha, "e"))
     where = project / profiles.DEFAULT_FOLDER
     for sha, version in ((shas[STEP - 1], before), (shas[STEP], after)):
-        profiles.write(profiles.path(where, sha, "e"), sha, "e", {WORKLOAD: version.functions},
-                       {WORKLOAD: version.instructions})
+        profiles.write(profiles.path(where, sha, "e"), sha, "e",
+                       {w: c.functions for w, c in version.items()},
+                       {w: c.instructions for w, c in version.items()})
     return project, shas, before, after, before_times, after_times
+
+
+def _alerts(project, capsys):
+    code = main(["alert", "--config", str(project / "asv.conf.json"), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    key = lambda a: (a["benchmark"], tuple(a["params"]))  # noqa: E731
+    return ({key(a): a for a in data["alerts"]}, {key(v): v for v in data["verdicts"]})
 
 
 def test_the_alert_names_the_commit_on_instructions_with_the_functions_that_grew(history,
                                                                                  capsys):
     project, shas, before, after, before_times, after_times = history
+    before, after = before[WORKLOAD], after[WORKLOAD]
     step = after.instructions / before.instructions
     assert 1.01 < step < 1.05  # a little extra work: +1-5 %
-    code = main(["alert", "--config", str(project / "asv.conf.json"), "--format", "json"])
-    data = json.loads(capsys.readouterr().out)
-    assert code == 1
-    found = {a["benchmark"]: a for a in data["alerts"]}
-    counted = found[COUNTED]
+    found, verdicts = _alerts(project, capsys)
+    counted = found[(COUNTED, (repr(WORKLOAD),))]
     assert counted["commit"] == shas[STEP] and counted["previous_commit"] == shas[STEP - 1]
     assert counted["ratio"] == pytest.approx(step, rel=0.005)
     grew = profiles.differences(before.functions, after.functions)
@@ -179,25 +201,40 @@ def test_the_alert_names_the_commit_on_instructions_with_the_functions_that_grew
     # (Whether it alerts depends on the machine: timed call by call the extra work itself
     # read +5 % once under the full suite, and timed in separate processes load alone read
     # +24 % and +34 % -- so it is not asserted either way.)
-    verdicts = {v["benchmark"]: v for v in data["verdicts"]}
-    assert verdicts[COUNTED]["mde"] < step - 1 < verdicts[TIMED]["mde"], (
-        verdicts[COUNTED]["mde"], verdicts[TIMED]["mde"])
+    counted, timed = verdicts[(COUNTED, (repr(WORKLOAD),))], verdicts[(TIMED, ("'py'",))]
+    assert counted["mde"] < step - 1 < timed["mde"], (counted["mde"], timed["mde"])
     print(f"instructions {before.instructions:,} -> {after.instructions:,} ({step - 1:+.2%}); "
           f"wall time median {statistics.median(before_times) * 1e3:.3f} -> "
           f"{statistics.median(after_times) * 1e3:.3f} ms, status "
-          f"{verdicts[TIMED]['status_text']}", file=sys.stderr)
+          f"{timed['status_text']}", file=sys.stderr)
 
 
-def test_bisect_finds_the_commit_from_one_run_a_commit(history):
+def test_a_one_percent_step_in_an_autograd_workload_is_alerted_at_its_commit(history, capsys):
+    project, shas, before, after, _, _ = history
+    before, after = before[AUTOGRAD], after[AUTOGRAD]
+    step = after.instructions / before.instructions
+    assert 1.01 < step < 1.015  # the default count threshold's size
+    found, _ = _alerts(project, capsys)
+    counted = found[(COUNTED, (repr(AUTOGRAD),))]
+    assert counted["commit"] == shas[STEP] and counted["previous_commit"] == shas[STEP - 1]
+    assert counted["ratio"] == pytest.approx(step, rel=0.002)
+    grew = profiles.differences(before.functions, after.functions)
+    assert [f["name"] for f in counted["functions"]] == [f.name for f in grew]
+    print(f"instructions {before.instructions:,} -> {after.instructions:,} ({step - 1:+.2%})",
+          file=sys.stderr)
+
+
+@pytest.mark.parametrize("workload", [WORKLOAD, AUTOGRAD])
+def test_bisect_finds_the_commit_from_one_run_a_commit(history, workload):
     project, shas, before, after, _, _ = history
     runs = []
+    key = f"{COUNTED}('{workload}')"
 
     def measure(commit, keys=None):  # counts repeat: a commit's count is its version's
         runs.append(commit)
-        value = (after if shas.index(commit) >= STEP else before).instructions
-        return Run(commit, {f"{COUNTED}('{WORKLOAD}')": value},
-                   units={COUNTED: "instructions"})
+        value = (after if shas.index(commit) >= STEP else before)[workload].instructions
+        return Run(commit, {key: value}, units={COUNTED: "instructions"})
 
-    result = bisect(measure, shas[0], shas[1:], f"{COUNTED}('{WORKLOAD}')")
+    result = bisect(measure, shas[0], shas[1:], key)
     assert result.found == shas[STEP]
     assert len(runs) <= 7
