@@ -11,6 +11,8 @@ one call a commit as a quick CI run would, cannot resolve a step that size; bise
 the commit in at most 7 runs, on either series."""
 
 import concurrent.futures
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -180,26 +182,39 @@ def history(tmp_path_factory):
     return project, shas, before, after, before_times, after_times
 
 
-def _alerts(project, capsys):
-    code = main(["alert", "--config", str(project / "asv.conf.json"), "--format", "json"])
-    data = json.loads(capsys.readouterr().out)
+@pytest.fixture(scope="module")
+def alerted(history):
+    """The alert's JSON over the history, run once: ({(benchmark, params): alert},
+    {(benchmark, params): verdict})."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["alert", "--config", str(history[0] / "asv.conf.json"), "--format",
+                     "json"])
     assert code == 1
+    data = json.loads(out.getvalue())
     key = lambda a: (a["benchmark"], tuple(a["params"]))  # noqa: E731
     return ({key(a): a for a in data["alerts"]}, {key(v): v for v in data["verdicts"]})
 
 
+def _named_at_the_step(alerts, shas, workload, before, after, rel):
+    """The workload's instruction alert names the step's commit, its ratio and the functions
+    that grew between the two versions' profiles; the alert."""
+    counted = alerts[(COUNTED, (repr(workload),))]
+    assert counted["commit"] == shas[STEP] and counted["previous_commit"] == shas[STEP - 1]
+    assert counted["ratio"] == pytest.approx(after.instructions / before.instructions, rel=rel)
+    grew = profiles.differences(before.functions, after.functions)
+    assert [f["name"] for f in counted["functions"]] == [f.name for f in grew]
+    return counted
+
+
 def test_the_alert_names_the_commit_on_instructions_with_the_functions_that_grew(history,
-                                                                                 capsys):
+                                                                                 alerted):
     project, shas, before, after, before_times, after_times = history
     before, after = before[WORKLOAD], after[WORKLOAD]
     step = after.instructions / before.instructions
     assert 1.01 < step < 1.05  # a little extra work: +1-5 %
-    found, verdicts = _alerts(project, capsys)
-    counted = found[(COUNTED, (repr(WORKLOAD),))]
-    assert counted["commit"] == shas[STEP] and counted["previous_commit"] == shas[STEP - 1]
-    assert counted["ratio"] == pytest.approx(step, rel=0.005)
-    grew = profiles.differences(before.functions, after.functions)
-    assert [f["name"] for f in counted["functions"]] == [f.name for f in grew]
+    found, verdicts = alerted
+    counted = _named_at_the_step(found, shas, WORKLOAD, before, after, rel=0.005)
     assert counted["functions"] and all(f["change"] > 0 for f in counted["functions"])
     # the wall time of the same forward, one call a commit, cannot resolve a step this
     # size: its smallest detectable step is far larger, the instruction series' far smaller.
@@ -214,17 +229,13 @@ def test_the_alert_names_the_commit_on_instructions_with_the_functions_that_grew
           f"{timed['status_text']}", file=sys.stderr)
 
 
-def test_a_one_percent_step_in_an_autograd_workload_is_alerted_at_its_commit(history, capsys):
+def test_a_one_percent_step_in_an_autograd_workload_is_alerted_at_its_commit(history,
+                                                                             alerted):
     project, shas, before, after, _, _ = history
     before, after = before[AUTOGRAD], after[AUTOGRAD]
     step = after.instructions / before.instructions
     assert 1.01 < step < 1.015  # the default count threshold's size
-    found, _ = _alerts(project, capsys)
-    counted = found[(COUNTED, (repr(AUTOGRAD),))]
-    assert counted["commit"] == shas[STEP] and counted["previous_commit"] == shas[STEP - 1]
-    assert counted["ratio"] == pytest.approx(step, rel=0.002)
-    grew = profiles.differences(before.functions, after.functions)
-    assert [f["name"] for f in counted["functions"]] == [f.name for f in grew]
+    _named_at_the_step(alerted[0], shas, AUTOGRAD, before, after, rel=0.002)
     print(f"instructions {before.instructions:,} -> {after.instructions:,} ({step - 1:+.2%})",
           file=sys.stderr)
 
