@@ -4,15 +4,20 @@ with a label; history.py turns several into an asv history and judges it (docs/g
 
     python experiments/gpu/measure_once.py OUT.json|OUT.jsonl [--label L] [--device cuda]
         [--preset cuda] [--workloads default|all|'rnns/*,cnns/*'] [--rows ROWS.jsonl]
+        [--set PROFILED_CALLS=5 ...] [--pin 3]
 
 ``--rows`` appends each workload's figures as a line the moment it is measured, so a process
-cut short by its time cap still leaves what it measured.
+cut short by its time cap still leaves what it measured. ``--set`` changes one of
+torchpulse.gpu.measure's sample counts for this process (an experiment on what they cost);
+``--pin`` keeps the process (and the threads it starts) on the CPUs given (``3`` or ``2,3``),
+to see whether the host CPU a process lands on is what moves its wall time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -26,13 +31,27 @@ def main() -> int:
     parser.add_argument("--workloads", default="",
                         help="default, all or comma-separated shell patterns (bench_gpu's)")
     parser.add_argument("--rows", default="", help="a JSON-lines file: a line a workload")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a sample count of torchpulse.gpu.measure for this process")
+    parser.add_argument("--pin", default="", help="CPUs to keep the process on: 3 or 2,3")
     args = parser.parse_args()
+    if args.pin:
+        os.sched_setaffinity(0, {int(c) for c in args.pin.split(",")})
     start = time.perf_counter()
     from torchpulse import sizes
     from torchpulse.autograd import choices as autograd
     from torchpulse.fastrnns import choices as fastrnns
+    from torchpulse.gpu import measure as measuring
     from torchpulse.gpu.measure import measure
     from torchpulse.instructions import family
+
+    changed = {}
+    for setting in args.set:
+        key, _, value = setting.partition("=")
+        if not isinstance(getattr(measuring, key, None), int | float):
+            parser.error(f"--set {setting}: no such sample count in torchpulse.gpu.measure")
+        changed[key] = type(getattr(measuring, key))(value)
+        setattr(measuring, key, changed[key])
 
     names = family.gpu_selected(family.workloads(fastrnns, autograd), args.workloads)
     tables = {"fastrnns": sizes.FASTRNNS[args.preset],
@@ -50,6 +69,8 @@ def main() -> int:
     out["phases"]["imports"] = imported
     out["process_s"] = time.perf_counter() - start
     out["label"] = args.label
+    out["settings"] = changed
+    out["pinned"] = sorted(os.sched_getaffinity(0)) if args.pin else None
     if args.out.endswith(".jsonl"):
         with open(args.out, "a") as f:
             f.write(json.dumps(out) + "\n")

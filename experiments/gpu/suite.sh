@@ -11,6 +11,11 @@
 #   repeat     $REPEATS fresh processes of the GPU suite's measurement ($WORKLOADS patterns)
 #   planted    one more process with experiments/gpu/plant.py's change in place
 #   full       one process measuring every workload (what bench_gpu costs a commit)
+#   pinning    $REPEATS pairs of processes of the GPU suite's measurement ($WORKLOADS), one
+#              kept on CPUs $PIN, the other free, taking turns: does the host CPU a process
+#              lands on move its wall time between processes?
+#   cheap      one process of the default selection with $CHEAP (measure_once.py --set
+#              NAME=VALUE ...), a line a workload in rows.jsonl with its phases
 #   pair       two processes of bench_gpu's default selection, as a user's CI differs: the
 #              first from this checkout; the second from a copy at a longer path, started in
 #              another directory with another environment and asv machine name, $HOGS CPU
@@ -122,6 +127,24 @@ planted() {
     return $rc
 }
 
+pinning() {
+    local i
+    for i in $(seq 1 "$REPEATS"); do
+        "$PY" experiments/gpu/measure_once.py "$OUT/measurements.jsonl" --label "pinned$i" \
+            --device "$DEVICE" --preset "$PRESET" --workloads "$WORKLOADS" \
+            --pin "${PIN:-4,5}" || return 1
+        "$PY" experiments/gpu/measure_once.py "$OUT/measurements.jsonl" --label "free$i" \
+            --device "$DEVICE" --preset "$PRESET" --workloads "$WORKLOADS" || return 1
+    done
+}
+
+cheap() {
+    local sets=() s
+    for s in ${CHEAP:-}; do sets+=(--set "$s"); done
+    "$PY" experiments/gpu/measure_once.py "$OUT/measurements.jsonl" --label cheap \
+        --device "$DEVICE" --preset "$PRESET" --rows "$OUT/rows.jsonl" "${sets[@]}"
+}
+
 full() {  # every workload, one process: what bench_gpu's setup_cache costs a commit
     "$PY" experiments/gpu/measure_once.py "$OUT/measurements.jsonl" --label full \
         --device "$DEVICE" --preset "$PRESET"
@@ -150,8 +173,8 @@ pair_b() {
     return $rc
 }
 
-export -f setup asv_full repeat planted full pair_a pair_b
-export PY DEVICE PRESET REPEATS WORKLOADS WORK OUT HOGS
+export -f setup asv_full repeat planted full pair_a pair_b pinning cheap
+export PY DEVICE PRESET REPEATS WORKLOADS WORK OUT HOGS PIN CHEAP
 t0=$SECONDS
 step setup 120 bash -c setup
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site ASV_PYTHONPATH=/tmp/site
@@ -164,13 +187,16 @@ step pair_b "${PAIR_CAP:-240}" bash -c pair_b
 if [[ " $STEPS " == *" pair_b "* ]]; then
     "$PY" experiments/gpu/pair.py "$OUT/rows.jsonl" 2>&1 | tee "$OUT/pair.txt" >> "$LOG"
 fi
+step pinning "${PINNING_CAP:-240}" bash -c pinning
+step cheap "${CHEAP_CAP:-240}" bash -c cheap
 step repeat "${REPEAT_CAP:-420}" bash -c repeat
 step planted "${PLANTED_CAP:-150}" bash -c planted
 step full "${FULL_CAP:-400}" bash -c full
 step asv_full "${ASV_CAP:-420}" bash -c asv_full
 grep -h -A12 '^workload ' "$WORK/cost.log" 2>/dev/null | tail -8
 grep -h '^asv run\|seconds\|by module' "$WORK/asv_full.log" 2>/dev/null
-grep -h 'measured,' "$WORK/repeat.log" "$WORK/planted.log" "$WORK/full.log" 2>/dev/null
+grep -h 'measured,' "$WORK/repeat.log" "$WORK/planted.log" "$WORK/full.log" \
+    "$WORK/pinning.log" "$WORK/cheap.log" 2>/dev/null
 tail -3 "$WORK/gpu_tests.log" 2>/dev/null
 tar czf "$OUT/files.tgz" -C "$WORK" .
 echo "total        $((SECONDS - t0))s" | tee -a "$SUMMARY"

@@ -10,10 +10,9 @@ from torchpulse import sizes, suite
 from torchpulse.fastrnns import runners
 from torchpulse.gpu import measure as gpu_measure
 from torchpulse.gpu.measure import (
-    MAX_PROFILED,
     MAX_SAMPLES,
-    MIN_PROFILED,
     MIN_SAMPLES,
+    PROFILED_CALLS,
     SLOW_MIN_SAMPLES,
     sample_count,
 )
@@ -29,8 +28,7 @@ def test_sample_counts_follow_the_calls_time_within_bounds():
     assert sample_count(0.2, MIN_SAMPLES, MAX_SAMPLES) == MIN_SAMPLES
     # a call of seconds (vl_py's backward on a GPU) gets the fewest
     assert sample_count(1.6, MIN_SAMPLES, MAX_SAMPLES) == SLOW_MIN_SAMPLES
-    assert sample_count(1.6, MIN_PROFILED, MAX_PROFILED) == SLOW_MIN_SAMPLES
-    assert sample_count(0.0, MIN_PROFILED, MAX_PROFILED) == MAX_PROFILED
+    assert sample_count(0.0, MIN_SAMPLES, MAX_SAMPLES) == MAX_SAMPLES
 
 
 def test_a_region_runs_its_measured_part_inside_the_clocks_region():
@@ -83,15 +81,22 @@ def test_one_process_measures_each_workload_and_builds_a_runner_once(monkeypatch
     for name, row in out["workloads"].items():
         assert MIN_SAMPLES <= len(row["wall"]) <= MAX_SAMPLES, name
         assert all(0 < s < 5 for s in row["wall"]), name
-        assert SLOW_MIN_SAMPLES <= len(row["kernel_time"]) <= MAX_PROFILED
+        assert len(row["kernel_time"]) == PROFILED_CALLS
         # a CPU run launches nothing on a device and has no GPU memory to read
         assert (row["kernels"], row["syncs"], row["gpu_memory"]) == (0, 0, None)
         assert set(row["kernels_per_call"]) == {0}
     assert len(lines) == len(names) and any("failed" in line for line in lines)
     assert set(out["seconds"]) == set(names)
     assert {"cublas and cudnn", "profiler start", "build", "warm-up", "wall-time samples",
-            "profiled calls", "total"} <= set(out["phases"])
+            "profiled calls", "trace reading", "total"} <= set(out["phases"])
     assert out["phases"]["total"] >= sum(out["seconds"].values())
+    # each workload's own split: its phases add up to the process's, less the one-offs
+    assert set(out["workload_phases"]) == set(names)
+    for phase in ("warm-up", "profiled calls", "trace reading"):
+        assert sum(p.get(phase, 0.0) for p in out["workload_phases"].values()) == \
+            pytest.approx(out["phases"][phase])
+    for name, split in out["workload_phases"].items():
+        assert sum(split.values()) <= out["seconds"][name] + 1e-6, name
     # asv unpickles it once per benchmark: plain data only
     opcodes = {op.name for op, _, _ in pickletools.genops(pickle.dumps(out))}
     assert not opcodes & {"GLOBAL", "STACK_GLOBAL", "REDUCE"}

@@ -14,8 +14,9 @@ Per workload (workloads.py names them) it takes:
   allocated before the workload was built (its model, inputs, gradients and what the region
   adds), in bytes.
 
-Each sample count is chosen from the call's time after warm-up: at least ``MIN_SAMPLES``
-(``SLOW_MIN_SAMPLES`` for a call over ``SLOW_CALL_S``), more while under ``SAMPLE_S``.
+The wall-time sample count is chosen from the call's time after warm-up: at least
+``MIN_SAMPLES`` (``SLOW_MIN_SAMPLES`` for a call over ``SLOW_CALL_S``), more while under
+``SAMPLE_S``; kernel time takes ``PROFILED_CALLS`` profiled calls.
 ``phases`` says where the process spent its time (docs/gpu.md).
 
 The result is plain dicts, lists, ints and floats: asv unpickles it once per benchmark.
@@ -38,8 +39,11 @@ from torchpulse.workloads import Region, build
 
 MIN_SAMPLES = 8  # wall-time samples a workload gets at least (the suites took 2 x 4-10)
 MAX_SAMPLES = 20
-MIN_PROFILED = 5  # profiled calls (kernel-time samples) at least
-MAX_PROFILED = 10
+# profiled calls a workload (its kernel-time samples): kernel time barely moves from call to
+# call (within a process, a spread of 0.1-0.4 %), and the profiling costs ~100 us a kernel
+# launched. 3 calls instead of 5-10 cut the profiled calls and their reading from 75 s to
+# 45 s a commit (docs/gpu.md, run 12)
+PROFILED_CALLS = 3
 SLOW_CALL_S = 0.25  # a call this long (the variable-length Python loops): fewer samples
 SLOW_MIN_SAMPLES = 3
 SAMPLE_S = 0.5  # seconds of calls each kind of sample gets, within the bounds above
@@ -149,20 +153,26 @@ def _wall(region: Region, device: _Device, count: int) -> list[float]:
     return samples
 
 
-def _profiled(run: Callable, count: int, device: _Device) -> list[trace.Call]:
+def _profiled(run: Callable, count: int, device: _Device,
+              phases: Phases | None = None) -> list[trace.Call]:
+    """``count`` calls of ``run`` in one profiler session, read into calls. ``phases``
+    splits the time between the session (the calls, CUPTI's overhead on each launch and
+    kineto's collection at its end) and the reading of its events in Python."""
     from torch.profiler import ProfilerActivity, profile
 
+    phases = phases or Phases()
     activities = [ProfilerActivity.CPU]
     if device.cuda:
         activities.append(ProfilerActivity.CUDA)
     clock = trace.ProfiledClock(device.name)
-    with warnings.catch_warnings():
+    with phases.timing("profiled calls"), warnings.catch_warnings():
         # "Profiler clears events at the end of each cycle": one cycle here, read once
         warnings.filterwarnings("ignore", message=".*clears events", category=UserWarning)
         with profile(activities=activities) as prof:
             for _ in range(count):
                 run(clock)
-    return trace.calls(trace.read(prof.profiler.kineto_results.events()))
+    with phases.timing("trace reading"):
+        return trace.calls(trace.read(prof.profiler.kineto_results.events()))
 
 
 def _one(region: Region, device: _Device, baseline: int, phases: Phases) -> dict:
@@ -170,9 +180,8 @@ def _one(region: Region, device: _Device, baseline: int, phases: Phases) -> dict
         call_s = _warm(region, device)
     with phases.timing("wall-time samples"):
         wall = _wall(region, device, sample_count(call_s, MIN_SAMPLES, MAX_SAMPLES))
-    wanted = sample_count(call_s, MIN_PROFILED, MAX_PROFILED)
-    with phases.timing("profiled calls"):
-        calls = _profiled(region.run, wanted, device)
+    wanted = PROFILED_CALLS
+    calls = _profiled(region.run, wanted, device, phases)
     if len(calls) != wanted:
         raise RuntimeError(f"the profile holds {len(calls)} calls of the region, not {wanted}")
     memory = None
@@ -198,18 +207,20 @@ def measure(names: Sequence[str], tables: dict, device: str, preset: str, *,
             each: Callable[[str, dict], None] | None = None) -> dict:
     """Measure ``names`` in this process on ``device`` at ``tables`` (workloads.build):
     {"workloads": {name: figures}, "failed": {name: error}, "phases": {phase: seconds},
-    "seconds": {name: seconds}}. A workload that fails is its own failure. ``log`` gets a
-    progress line a workload; ``each`` gets (name, {"figures" or "failed", "seconds"}) as
-    soon as it is measured, so a run cut short keeps what it took."""
+    "seconds": {name: seconds}, "workload_phases": {name: {phase: seconds}}}. A workload
+    that fails is its own failure. ``log`` gets a progress line a workload; ``each`` gets
+    (name, {"figures" or "failed", "seconds", "phases"}) as soon as it is measured, so a run
+    cut short keeps what it took."""
     dev = _Device(device)
     phases = Phases()
     started = time.perf_counter()
     prime(dev, phases)
-    out: dict = {"workloads": {}, "failed": {}, "seconds": {}}
+    out: dict = {"workloads": {}, "failed": {}, "seconds": {}, "workload_phases": {}}
     built: dict = {}  # the fastrnns model of the current runner, shared by its regions
     current, baseline = None, 0
     for name in names:
         began = time.perf_counter()
+        before = dict(phases.seconds)
         try:
             family, what, _ = split(name)
             if (family, what) != current or family == "autograd":
@@ -221,12 +232,16 @@ def measure(names: Sequence[str], tables: dict, device: str, preset: str, *,
             out["failed"][name] = "".join(traceback.format_exception_only(exc)).strip()
         seconds = time.perf_counter() - began
         out["seconds"][name] = seconds
+        out["workload_phases"][name] = {
+            phase: total - before.get(phase, 0.0) for phase, total in phases.seconds.items()
+            if total > before.get(phase, 0.0)}
         if log is not None:
             log(describe(name, out, seconds))
         if each is not None:
             done = ({"failed": out["failed"][name]} if name in out["failed"]
                     else {"figures": out["workloads"][name]})
-            each(name, {**done, "seconds": seconds})
+            each(name, {**done, "seconds": seconds,
+                        "phases": out["workload_phases"][name]})
     _release(built)
     phases.seconds["total"] = time.perf_counter() - started
     out["phases"] = phases.seconds
