@@ -55,7 +55,7 @@ def test_bench_gpu_declares_every_workload_and_its_figures(bench):
     from one setup_cache (one process a commit) shared with the module's canary."""
     from asv_runner.discovery import disc_benchmarks
 
-    from torchpulse.analysis.series import EXACT, TIME, rule_of
+    from torchpulse.analysis.series import DEVICE, EXACT, TIME, rule_of
     from torchpulse.instructions import family
 
     module = importlib.import_module("benchmarks.bench_gpu")
@@ -72,11 +72,12 @@ def test_bench_gpu_declares_every_workload_and_its_figures(bench):
         sys.path.remove(str(ROOT))
     units = {name.rsplit(".", 1)[1]: b.unit for name, b in found.items()
              if not name.endswith(CANARY_METHOD)}
-    assert units == {"track_wall_time": "seconds", "track_kernel_time": "seconds",
+    assert units == {"track_wall_time": "seconds", "track_kernel_time": "device seconds",
                      "track_kernels": "kernels", "track_syncs": "synchronizations",
                      "track_gpu_memory": "bytes"}
     assert [rule_of(units[m]) for m in ("track_kernels", "track_syncs")] == [EXACT, EXACT]
-    assert rule_of(units["track_kernel_time"]) == TIME
+    assert rule_of(units["track_kernel_time"]) == DEVICE
+    assert rule_of(units["track_wall_time"]) == TIME
     assert len({b.setup_cache_key for b in found.values()}) == 1
     assert "bench_gpu." + CANARY_METHOD in found
 

@@ -1,5 +1,6 @@
 """Each series judged by the rule of its unit: wall time by --threshold, counted instructions
-by the smaller --count-threshold, exact counters (dynamo's, the GPU suite's kernels and
+by the smaller --count-threshold, a GPU region's kernel time by --device-threshold, exact
+counters (dynamo's, the GPU suite's kernels and
 synchronisations) by 'any increase' -- and every view (text, markdown, JSON, the site's
 summary page) saying the same."""
 
@@ -29,7 +30,9 @@ BENCHES = {  # name: unit
     "b.Dynamo.track_calls_captured": "1/calls captured",
     "b.Gpu.track_kernels": "kernels",
     "b.Gpu.track_syncs": "synchronizations",
+    "b.Gpu.track_kernel_time": "device seconds",
 }
+KERNEL_STEP = 1.03  # over the 2 % device threshold, under the 5 % one of wall time
 
 
 def _values(rng: np.random.Generator) -> dict[str, list[float]]:
@@ -46,6 +49,9 @@ def _values(rng: np.random.Generator) -> dict[str, list[float]]:
         # a CUDA region's kernels: 100 more from the step on; its synchronisations stay
         "b.Gpu.track_kernels": [1300.0 if i < STEP_AT else 1400.0 for i in range(COMMITS)],
         "b.Gpu.track_syncs": [0.0] * COMMITS,
+        # its kernel time: +3 % from the step on, as steady as the counts
+        "b.Gpu.track_kernel_time": list(0.004 * quiet * [
+            1.0 if i < STEP_AT else KERNEL_STEP for i in range(COMMITS)]),
     }
 
 
@@ -93,8 +99,10 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     found = {a["benchmark"]: a for a in data["alerts"]}
     # +2 %: an alert on the instruction count, not on the same step in wall time
     assert set(found) == {"b.Work.track_instructions", "b.Dynamo.track_graph_breaks",
-                          "b.Dynamo.track_calls_captured", "b.Gpu.track_kernels"}
+                          "b.Dynamo.track_calls_captured", "b.Gpu.track_kernels",
+                          "b.Gpu.track_kernel_time"}
     assert found["b.Gpu.track_kernels"]["commit"] == shas[STEP_AT]
+    assert found["b.Gpu.track_kernel_time"]["commit"] == shas[STEP_AT]
     assert found["b.Work.track_instructions"]["commit"] == shas[STEP_AT]
     assert found["b.Dynamo.track_graph_breaks"]["commit"] == shas[-1]
     assert found["b.Dynamo.track_graph_breaks"]["previous_commit"] == shas[-2]
@@ -104,15 +112,18 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
         "b.Work.track_instructions": ("count", 0.01), "b.Work.track_seconds": ("time", 0.05),
         "b.Dynamo.track_graph_breaks": ("exact", None),
         "b.Dynamo.track_calls_captured": ("exact", None),
-        "b.Gpu.track_kernels": ("exact", None), "b.Gpu.track_syncs": ("exact", None)}
+        "b.Gpu.track_kernels": ("exact", None), "b.Gpu.track_syncs": ("exact", None),
+        "b.Gpu.track_kernel_time": ("device", 0.02)}
     assert verdicts["b.Work.track_seconds"]["status"] == "ok"
     assert verdicts["b.Gpu.track_syncs"]["status"] == "ok"
     assert verdicts["b.Dynamo.track_graph_breaks"]["commits_needed"] == exact.MIN_POINTS
-    assert data["thresholds"] == {"time": 0.05, "count": 0.01, "exact": None}
+    assert data["thresholds"] == {"time": 0.05, "count": 0.01, "device": 0.02, "exact": None}
 
     assert alert(root) == 1
     text = capsys.readouterr().out
-    assert "threshold 5%, 1% on instruction counts, any increase on exact counters" in text
+    assert ("threshold 5%, 1% on instruction counts, 2% on kernel time, any increase on "
+            "exact counters") in text
+    assert "4 ms -> 4.12 ms" in text  # kernel time reads as a time
     assert "120 calls captured -> 118 calls captured" in text
     assert "-2 calls captured" in text
     assert "1,300 kernels -> 1,400 kernels" in text
@@ -145,7 +156,9 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     # the site's summary page: the same three alerts and statuses
     built = summary.build(Project.load(root / "asv.conf.json"))
     html = page.render(built)
-    assert "1% on instruction counts, any increase on exact counters" in html
+    assert "1% on instruction counts, 2% on kernel time, any increase on exact counters" \
+        in html
+    assert "(1% on instruction counts, 2% on a GPU's kernel time; its smallest" in html
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "<code>+40,000  torch::grow (0 -&gt; 40,000)</code>" in html
     assert "1 series count instructions under callgrind (CPU workloads, a 1% step" in html
@@ -165,6 +178,19 @@ def test_count_threshold_sets_what_an_instruction_step_must_reach(project, capsy
     data = json.loads(capsys.readouterr().out)
     assert "b.Work.track_seconds" in {a["benchmark"] for a in data["alerts"]}
     assert "b.Work.track_instructions" not in {a["benchmark"] for a in data["alerts"]}
+
+
+def test_device_threshold_sets_what_a_kernel_time_step_must_reach(project, capsys):
+    root, _ = project
+    assert alert(root, "--format", "json", "--device-threshold", "0.05") == 1
+    data = json.loads(capsys.readouterr().out)
+    assert "b.Gpu.track_kernel_time" not in {a["benchmark"] for a in data["alerts"]}
+    assert data["thresholds"]["device"] == 0.05
+    # nor is the wall-time threshold the kernel time's
+    assert alert(root, "--format", "json", "--threshold", "0.01",
+                 "--device-threshold", "0.05") == 1
+    alerted = {a["benchmark"] for a in json.loads(capsys.readouterr().out)["alerts"]}
+    assert "b.Work.track_seconds" in alerted and "b.Gpu.track_kernel_time" not in alerted
 
 
 @pytest.mark.parametrize("values, moves, regression", [

@@ -125,6 +125,10 @@ class Report:
     def count_threshold(self) -> float:
         return self.settings.count_threshold
 
+    @property
+    def device_threshold(self) -> float:
+        return self.settings.device_threshold
+
     def threshold_for(self, series: Series) -> float | None:
         """The smallest change worth an alert on ``series``; None for an exact counter, on
         which any increase is one."""
@@ -132,7 +136,7 @@ class Report:
 
     @property
     def rules(self) -> set[str]:
-        """How the series checked are judged (series.TIME, COUNT, EXACT)."""
+        """How the series checked are judged (series.TIME, COUNT, DEVICE, EXACT)."""
         return {c.series.rule for c in self.checked}
 
     @property

@@ -22,15 +22,19 @@ UNIT_BY_PREFIX = {"time_": "seconds", "mem_": "bytes", "peakmem_": "bytes"}
 # How a series is judged, by its unit (analysis/judge.py):
 # - counted work (callgrind's instructions): nearly deterministic, judged by the detector
 #   with the smaller --count-threshold;
+# - kernel time (a GPU region's summed kernel durations, CUPTI's): steady where wall time is
+#   not, judged by the detector with --device-threshold;
 # - exact counters (dynamo's graph breaks, graphs, eager frames, 1/calls captured; the CUDA
 #   kernels a region launches and its host synchronisations): no noise to estimate, any
 #   increase is a regression at the commit it appears (analysis/detector/exact.py);
 # - everything else (times, memory, ratios): the detector with --threshold.
 COUNT_UNITS = frozenset({"instructions"})
+DEVICE_SECONDS = "device seconds"  # bench_gpu's kernel time
+DEVICE_UNITS = frozenset({DEVICE_SECONDS})
 INVERSE_CALLS = "1/calls captured"  # dynamo's calls_captured, inverted: lower is better
 EXACT_UNITS = frozenset({"graph breaks", "breaks", "graphs", "eager frames", INVERSE_CALLS,
                          "kernels", "synchronizations"})
-TIME, COUNT, EXACT = "time", "count", "exact"
+TIME, COUNT, DEVICE, EXACT = "time", "count", "device", "exact"
 
 
 class SeriesError(TorchpulseError, ValueError):
@@ -64,20 +68,23 @@ class Series:
 
     @property
     def load_independent(self) -> bool:
-        """Whether what else runs on the machine leaves this series' values alone (counts
-        and counters): the machine canary never marks their points disturbed, and a step
-        in them is not measured again to confirm it."""
+        """Whether what else runs on the machine leaves this series' values alone (counts,
+        counters, kernel time): the machine canary never marks their points disturbed, and
+        a step in them is not measured again to confirm it. (A GPU shared with another job
+        moves kernel time; the canary, a host's, would not see that either.)"""
         return self.rule != TIME
 
     @property
     def rule(self) -> str:
-        """How its verdict is reached: TIME, COUNT or EXACT (see the units above)."""
+        """How its verdict is reached: TIME, COUNT, DEVICE or EXACT (the units above)."""
         return rule_of(self.unit)
 
 
 def rule_of(unit: str) -> str:
-    """TIME, COUNT or EXACT: how a series in ``unit`` is judged."""
-    return EXACT if unit in EXACT_UNITS else COUNT if unit in COUNT_UNITS else TIME
+    """TIME, COUNT, DEVICE or EXACT: how a series in ``unit`` is judged."""
+    if unit in EXACT_UNITS:
+        return EXACT
+    return COUNT if unit in COUNT_UNITS else DEVICE if unit in DEVICE_UNITS else TIME
 
 
 def _unit(name: str, declared: dict[str, str]) -> str:

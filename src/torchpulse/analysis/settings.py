@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from torchpulse.analysis.defaults import (
     DEFAULT_ALPHA,
     DEFAULT_COUNT_THRESHOLD,
+    DEFAULT_DEVICE_THRESHOLD,
     DEFAULT_NOISE_FLOOR,
     DEFAULT_THRESHOLD,
 )
-from torchpulse.analysis.series import COUNT, EXACT
+from torchpulse.analysis.series import COUNT, DEVICE, EXACT
 
 
 @dataclass(frozen=True)
@@ -21,16 +22,19 @@ class Settings:
     threshold: float = DEFAULT_THRESHOLD  # smallest change worth an alert (times, memory)
     count_threshold: float = DEFAULT_COUNT_THRESHOLD  # the same on counted work
     noise_floor: float = DEFAULT_NOISE_FLOOR  # the least relative noise of any series
+    device_threshold: float = DEFAULT_DEVICE_THRESHOLD  # the same on a GPU's kernel time
 
     def threshold_for(self, rule: str) -> float | None:
         """The smallest change worth an alert on a series judged by ``rule`` (series.TIME,
-        COUNT, EXACT); None for an exact counter, on which any increase is one."""
-        return {EXACT: None, COUNT: self.count_threshold}.get(rule, self.threshold)
+        COUNT, DEVICE, EXACT); None for an exact counter, on which any increase is one."""
+        return {EXACT: None, COUNT: self.count_threshold,
+                DEVICE: self.device_threshold}.get(rule, self.threshold)
 
     @property
-    def key(self) -> tuple[float, float, float, float]:
+    def key(self) -> tuple[float, ...]:
         """What the verdict cache keys verdicts by: every setting that changes one."""
-        return (self.alpha, self.threshold, self.count_threshold, self.noise_floor)
+        return (self.alpha, self.threshold, self.count_threshold, self.noise_floor,
+                self.device_threshold)
 
 
 DEFAULTS = Settings()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from torchpulse.analysis.defaults import (
     DEFAULT_ALPHA,
     DEFAULT_COUNT_THRESHOLD,
+    DEFAULT_DEVICE_THRESHOLD,
     DEFAULT_NOISE_FLOOR,
     DEFAULT_THRESHOLD,
 )
@@ -159,7 +160,8 @@ def alert_settings(args: argparse.Namespace) -> Settings:
     from torchpulse.analysis.settings import Settings  # numpy: not while building --help
 
     return Settings(alpha=args.alpha, threshold=args.threshold,
-                    count_threshold=args.count_threshold, noise_floor=args.noise_floor)
+                    count_threshold=args.count_threshold, noise_floor=args.noise_floor,
+                    device_threshold=args.device_threshold)
 
 
 def add_alert_settings(p: argparse.ArgumentParser) -> None:
@@ -172,6 +174,7 @@ def add_alert_settings(p: argparse.ArgumentParser) -> None:
                    "'instructions'), which a busy machine does not move (default: "
                    f"{DEFAULT_COUNT_THRESHOLD}); on exact counters (dynamo's graph breaks, "
                    "graphs ...) any increase is a regression")
+    add_device_threshold(p)
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
                    help="significance of a change point within a series, and the false-"
                    f"discovery rate across series (default: {DEFAULT_ALPHA})")
@@ -180,6 +183,13 @@ def add_alert_settings(p: argparse.ArgumentParser) -> None:
                    "have, so that a constant or deterministic series is not infinitely precise "
                    f"(default: {DEFAULT_NOISE_FLOOR}; the metric's own resolution and the "
                    "spread within runs can raise it)")
+
+
+def add_device_threshold(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device-threshold", type=fraction, default=DEFAULT_DEVICE_THRESHOLD,
+                   metavar="FRACTION", help="the same for a GPU region's kernel time (series "
+                   "in unit 'device seconds'), which launch gaps and a busy host do not move "
+                   f"(default: {DEFAULT_DEVICE_THRESHOLD})")
 
 
 # --------------------------------------------------------------------------- at run time

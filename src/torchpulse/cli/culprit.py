@@ -15,6 +15,7 @@ from torchpulse.cli.args import (
     EXIT_OK,
     UsageError,
     add_config,
+    add_device_threshold,
     add_machine,
     add_output,
     check_outputs,
@@ -85,7 +86,8 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
          "of each (asv builds each commit on its first run)")
     result = compare(runs, base, head, threshold=args.threshold, alpha=args.alpha,
                      max_rounds=args.max_runs, progress=lambda line: note("compare", line),
-                     count_threshold=args.count_threshold)
+                     count_threshold=args.count_threshold,
+                     device_threshold=args.device_threshold)
     write_output(render_comparison(result, args.format), args.output)
     if args.output and args.format != "text":
         write_output(render_comparison(result, "text"), None)
@@ -120,7 +122,8 @@ def _bisect(args: argparse.Namespace, workdir: Path) -> int:
     result = bisect(runs, good, candidates, args.bench, threshold=args.threshold,
                     alpha=args.alpha, max_rounds=args.max_runs,
                     progress=lambda line: note("bisect", line), on_probe=filed,
-                    count_threshold=args.count_threshold)
+                    count_threshold=args.count_threshold,
+                    device_threshold=args.device_threshold)
     subjects = {c: gitrepo.subject(repo, c) for c in result.suspects}
     write_output(bisection_text(result, subjects), None)
     return EXIT_OK if result.found else EXIT_FAILED
@@ -135,6 +138,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "from run to run and so are decided from one run of each commit (default: "
                    f"{DEFAULT_COUNT_THRESHOLD * 100:g}%%); on dynamo's exact counters any "
                    "change counts")
+    add_device_threshold(p)
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
                    help=f"chance of a wrong decision, per benchmark (default: {DEFAULT_ALPHA})")
     p.add_argument("--max-runs", type=positive_int, default=DEFAULT_MAX_RUNS, metavar="N",

@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from torchpulse.analysis import sequential
-from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD
+from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE_THRESHOLD
 from torchpulse.analysis.sequential import BAD, GOOD, UNDECIDED, Interval
-from torchpulse.analysis.series import COUNT, EXACT, TIME
+from torchpulse.analysis.series import COUNT, DEVICE, EXACT
 from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError
 
@@ -179,11 +179,13 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
            fixed_rounds: int | None = None,
            progress: Callable[[str], None] | None = None,
            on_probe: Callable[[Probe], None] | None = None,
-           count_threshold: float = DEFAULT_COUNT_THRESHOLD) -> Bisection:
+           count_threshold: float = DEFAULT_COUNT_THRESHOLD,
+           device_threshold: float = DEFAULT_DEVICE_THRESHOLD) -> Bisection:
     """Search ``candidates`` (the first-parent commits after ``good``, oldest first, the
     last one BAD) for the first whose ``key`` is on BAD's side. A counted ``key``
     (instructions, judged by ``count_threshold``) or an exact counter is decided from one
-    run of each commit (torchpulse.culprit.counted)."""
+    run of each commit (torchpulse.culprit.counted); kernel time is timed in rounds, as
+    wall time is, and judged by ``device_threshold``."""
     if not candidates:
         raise RunError("GOOD and BAD are the same commit: nothing to bisect")
     bad = candidates[-1]
@@ -194,9 +196,11 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
     first = {c: measure(c, [key]) for c in (good, bad)}
     ends = _value(first[good], key), _value(first[bad], key)
     which = counted.rule(first[bad].unit(key) or first[good].unit(key))
-    if which != TIME and fixed_rounds is None:
+    if counted.repeats(which) and fixed_rounds is None:
         return _bisect_counted(measure, good, candidates, key, ends, which,
                                count_threshold if which == COUNT else 0.0, progress, on_probe)
+    if which == DEVICE:
+        threshold = device_threshold
     baseline, step, diffs = _baseline(measure, good, bad, key, threshold, budget, max_rounds,
                                       fixed_rounds, progress, ends[1] - ends[0])
     pool = sequential.Pool().add(diffs, factor=2.0)  # BAD - GOOD: two runs' variance

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from torchpulse.analysis import sequential
-from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD
+from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE_THRESHOLD
 from torchpulse.analysis.sequential import UNDECIDED, Interval
-from torchpulse.analysis.series import COUNT, TIME
+from torchpulse.analysis.series import COUNT, DEVICE
 from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError
 
@@ -48,6 +48,7 @@ class Comparison:
     outcomes: list[Outcome]
     runs: int  # processes started, both commits
     count_threshold: float = DEFAULT_COUNT_THRESHOLD  # on instruction counts
+    device_threshold: float = DEFAULT_DEVICE_THRESHOLD  # on a GPU region's kernel time
 
     @property
     def slower(self) -> list[Outcome]:
@@ -65,10 +66,12 @@ def _median(values: list[float]) -> float | None:
 def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
             alpha: float = 0.05, max_rounds: int = 20,
             progress: Callable[[str], None] | None = None,
-            count_threshold: float = DEFAULT_COUNT_THRESHOLD) -> Comparison:
+            count_threshold: float = DEFAULT_COUNT_THRESHOLD,
+            device_threshold: float = DEFAULT_DEVICE_THRESHOLD) -> Comparison:
     """Compare HEAD with BASE, benchmark by benchmark: a timed one in interleaved rounds
-    until the sequential test decides (``threshold``); a counted one (instructions,
-    ``count_threshold``) or an exact counter from the first round's one run a side."""
+    until the sequential test decides (``threshold``; ``device_threshold`` on kernel time);
+    a counted one (instructions, ``count_threshold``) or an exact counter from the first
+    round's one run a side."""
     schedule = set(sequential.looks(max_rounds))
     level = sequential.per_look_alpha(alpha, max_rounds)
     diffs: dict[str, list[float]] = {}
@@ -104,7 +107,7 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
                 continue
             diffs[k].append(math.log(b) - math.log(a))
             which = counted.rule(units[k])
-            if which != TIME:  # it repeats: a second run a side adds nothing
+            if counted.repeats(which):  # a second run a side adds nothing
                 d = diffs[k][0]
                 done[k] = Outcome(k, counted.decide(d, which, count_threshold if which == COUNT
                                                     else 0.0),
@@ -113,7 +116,8 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
         if r in schedule:
             for k in pending:
                 iv = sequential.interval(diffs[k], level)
-                decision = sequential.change(iv, threshold)
+                decision = sequential.change(iv, device_threshold if counted.rule(
+                    units[k]) == DEVICE else threshold)
                 if decision is None and r == max_rounds:
                     decision = UNDECIDED
                 if decision is not None:
@@ -126,4 +130,4 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
         if not pending:
             break
     return Comparison(base, head, threshold, alpha, max_rounds,
-                      [done[k] for k in sorted(done)], runs, count_threshold)
+                      [done[k] for k in sorted(done)], runs, count_threshold, device_threshold)

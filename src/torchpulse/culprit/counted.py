@@ -23,8 +23,15 @@ RESOLUTION = {COUNT: 0.001, EXACT: 0.0}
 
 
 def rule(unit: str | None) -> str:
-    """TIME (needs repeated runs), COUNT or EXACT (one run a side decides)."""
+    """TIME or DEVICE (they need repeated runs), COUNT or EXACT (one run a side decides)."""
     return rule_of(unit) if unit else TIME
+
+
+def repeats(which: str) -> bool:
+    """Whether a metric judged by rule ``which`` repeats from run to run, so that one run a
+    side decides: instruction counts and exact counters do; wall time and kernel time (which
+    moves up to a few tenths of a percent between processes) do not."""
+    return which in (COUNT, EXACT)
 
 
 def interval(diff: float, which: str) -> Interval:

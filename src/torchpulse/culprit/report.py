@@ -41,6 +41,7 @@ def _headline(c: Comparison) -> str:
     said = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
     return (f"{c.head[:12]} against {c.base[:12]}: {said} (threshold {c.threshold:.0%}, "
             f"{c.count_threshold * 100:g}% on instruction counts, "
+            f"{c.device_threshold * 100:g}% on kernel time, "
             f"alpha {c.alpha:g}, {c.runs} runs)")
 
 

@@ -52,6 +52,7 @@ def to_json(report: Report) -> str:
     }
     return json.dumps({"alerts": alerts, "series": report.series_count,
                        "thresholds": {"time": report.threshold,
-                                      "count": report.count_threshold, "exact": None},
+                                      "count": report.count_threshold,
+                                      "device": report.device_threshold, "exact": None},
                        "counts": {s: report.count(s) for s in STATUSES},
                        "verdicts": verdicts, "canary": canary}, indent=2) + "\n"

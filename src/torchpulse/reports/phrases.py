@@ -21,14 +21,21 @@ from torchpulse.analysis.model import (
     Checked,
     Report,
 )
-from torchpulse.analysis.series import COUNT, EXACT, INVERSE_CALLS, TIME, rule_of
+from torchpulse.analysis.series import (
+    COUNT,
+    DEVICE,
+    DEVICE_SECONDS,
+    EXACT,
+    INVERSE_CALLS,
+    rule_of,
+)
 
 NOISY_SHOWN = 10  # noisiest series listed in the noise report
 
 
 def human(value: float, unit: str) -> str:
     """A value in its unit, scaled to read well (seconds -> ms/us, bytes -> MiB ...)."""
-    if unit == "seconds":
+    if unit in ("seconds", DEVICE_SECONDS):  # kernel time reads as a time
         for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
             if abs(value) >= scale:
                 return f"{value / scale:.3g} {suffix}"
@@ -40,7 +47,7 @@ def human(value: float, unit: str) -> str:
         return f"{value:.0f} B"
     if unit == INVERSE_CALLS and value > 0:  # stored inverted (lower is better): show calls
         return f"{1.0 / value:.4g} calls captured"
-    if rule_of(unit) != TIME:  # a count, every digit (6,494,123, not 6.494e+06): a median
+    if rule_of(unit) in (COUNT, EXACT):  # a count, every digit (6,494,123, not 6.494e+06): a median
         return f"{value:,.0f} {unit}"  # per call may end in .5, which no reader needs
     return f"{value:.4g}" + ("" if unit == "unit" else f" {unit}")
 
@@ -133,10 +140,13 @@ def after_text(alert: Alert, commit: Callable[[str], str]) -> str:
 
 def thresholds_text(report: Report) -> str:
     """'threshold 5%', with the other rules the series checked are judged by:
-    'threshold 5%, 1% on instruction counts, any increase on exact counters'."""
+    'threshold 5%, 1% on instruction counts, 2% on kernel time, any increase on exact
+    counters'."""
     parts = [f"threshold {report.threshold * 100:g}%"]
     if COUNT in report.rules:
         parts.append(f"{report.count_threshold * 100:g}% on instruction counts")
+    if DEVICE in report.rules:
+        parts.append(f"{report.device_threshold * 100:g}% on kernel time")
     if EXACT in report.rules:
         parts.append("any increase on exact counters")
     return ", ".join(parts)

@@ -219,7 +219,8 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
             f'<p class="status-counts">Status of the {len(m.current)} series measured at the '
             f"newest commit: {tally}.</p>",
             f'<p class="muted">unstable: too noisy for the {threshold * 100:g}% threshold '
-            f"({report.count_threshold * 100:g}% on instruction counts; its "
+            f"({report.count_threshold * 100:g}% on instruction counts, "
+            f"{report.device_threshold * 100:g}% on a GPU's kernel time; its "
             "smallest detectable step is shown). too few commits: fewer than "
             f"{least_points(False)} commits, so its noise is unknown (an exact counter needs "
             f"{least_points(True)}: any increase in one is a regression). A change since the "
