@@ -95,7 +95,7 @@ def test_the_alert_reads_each_figure_by_its_rule(run):
     verdicts = json.loads(proc.stdout)["verdicts"]
     rules = {(v["benchmark"].rsplit(".", 1)[1], v["rule"]) for v in verdicts
              if v["benchmark"].startswith("bench_gpu.Workloads.")}
-    assert rules == {("track_wall_time", "time"), ("track_kernel_time", "time"),
+    assert rules == {("track_wall_time", "time"), ("track_kernel_time", "device"),
                      ("track_kernels", "exact"), ("track_syncs", "exact")}
     assert len([v for v in verdicts if v["benchmark"].startswith("bench_gpu.Workloads.")]) \
         == 4 * len(SELECTED)
