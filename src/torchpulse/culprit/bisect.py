@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from torchpulse.analysis import sequential
 from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE_THRESHOLD
 from torchpulse.analysis.sequential import BAD, GOOD, UNDECIDED, Interval
-from torchpulse.analysis.series import COUNT, DEVICE, EXACT
+from torchpulse.analysis.series import EXACT
 from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError
 
@@ -196,11 +196,10 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
     first = {c: measure(c, [key]) for c in (good, bad)}
     ends = _value(first[good], key), _value(first[bad], key)
     which = counted.rule(first[bad].unit(key) or first[good].unit(key))
+    threshold = counted.threshold_of(which, threshold, count_threshold, device_threshold)
     if counted.repeats(which) and fixed_rounds is None:
-        return _bisect_counted(measure, good, candidates, key, ends, which,
-                               count_threshold if which == COUNT else 0.0, progress, on_probe)
-    if which == DEVICE:
-        threshold = device_threshold
+        return _bisect_counted(measure, good, candidates, key, ends, which, threshold,
+                               progress, on_probe)
     baseline, step, diffs = _baseline(measure, good, bad, key, threshold, budget, max_rounds,
                                       fixed_rounds, progress, ends[1] - ends[0])
     pool = sequential.Pool().add(diffs, factor=2.0)  # BAD - GOOD: two runs' variance

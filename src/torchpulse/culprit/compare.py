@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from torchpulse.analysis import sequential
 from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE_THRESHOLD
 from torchpulse.analysis.sequential import UNDECIDED, Interval
-from torchpulse.analysis.series import COUNT, DEVICE
 from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError
 
@@ -72,6 +71,9 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
     until the sequential test decides (``threshold``; ``device_threshold`` on kernel time);
     a counted one (instructions, ``count_threshold``) or an exact counter from the first
     round's one run a side."""
+    def limit(which: str) -> float:
+        return counted.threshold_of(which, threshold, count_threshold, device_threshold)
+
     schedule = set(sequential.looks(max_rounds))
     level = sequential.per_look_alpha(alpha, max_rounds)
     diffs: dict[str, list[float]] = {}
@@ -109,15 +111,13 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
             which = counted.rule(units[k])
             if counted.repeats(which):  # a second run a side adds nothing
                 d = diffs[k][0]
-                done[k] = Outcome(k, counted.decide(d, which, count_threshold if which == COUNT
-                                                    else 0.0),
+                done[k] = Outcome(k, counted.decide(d, which, limit(which)),
                                   counted.interval(d, which), r, a, b, unit=units[k])
         pending = [k for k in pending if k not in done]
         if r in schedule:
             for k in pending:
                 iv = sequential.interval(diffs[k], level)
-                decision = sequential.change(iv, device_threshold if counted.rule(
-                    units[k]) == DEVICE else threshold)
+                decision = sequential.change(iv, limit(counted.rule(units[k])))
                 if decision is None and r == max_rounds:
                     decision = UNDECIDED
                 if decision is not None:

@@ -16,6 +16,7 @@ import math
 from torchpulse.analysis import sequential
 from torchpulse.analysis.sequential import Interval
 from torchpulse.analysis.series import COUNT, EXACT, TIME, rule_of
+from torchpulse.analysis.settings import Settings
 
 # how far two runs of one commit may be apart, as a fraction: instruction counts repeat to
 # the instruction (docs/instructions.md); 0.1 % is the determinism the family is held to
@@ -32,6 +33,14 @@ def repeats(which: str) -> bool:
     side decides: instruction counts and exact counters do; wall time and kernel time (which
     moves up to a few tenths of a percent between processes) do not."""
     return which in (COUNT, EXACT)
+
+
+def threshold_of(which: str, threshold: float, count_threshold: float,
+                 device_threshold: float) -> float:
+    """The threshold a metric judged by rule ``which`` is decided with, as the alert maps
+    them (Settings.threshold_for); 0 for an exact counter, on which any change counts."""
+    return Settings(threshold=threshold, count_threshold=count_threshold,
+                    device_threshold=device_threshold).threshold_for(which) or 0.0
 
 
 def interval(diff: float, which: str) -> Interval:

@@ -180,10 +180,10 @@ def _one(region: Region, device: _Device, baseline: int, phases: Phases) -> dict
         call_s = _warm(region, device)
     with phases.timing("wall-time samples"):
         wall = _wall(region, device, sample_count(call_s, MIN_SAMPLES, MAX_SAMPLES))
-    wanted = PROFILED_CALLS
-    calls = _profiled(region.run, wanted, device, phases)
-    if len(calls) != wanted:
-        raise RuntimeError(f"the profile holds {len(calls)} calls of the region, not {wanted}")
+    calls = _profiled(region.run, PROFILED_CALLS, device, phases)
+    if len(calls) != PROFILED_CALLS:
+        raise RuntimeError(f"the profile holds {len(calls)} calls of the region, "
+                           f"not {PROFILED_CALLS}")
     memory = None
     if device.cuda:
         with phases.timing("memory"):
