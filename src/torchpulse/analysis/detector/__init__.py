@@ -36,6 +36,11 @@ The model (why it looks like this):
 * Noise that wanders (AR(1), a random walk: its successive differences are correlated, and
   so are the residuals around the segments) widens the noise estimate by the effective
   sample size instead of being cut into change points (changes._decorrelated).
+* A series whose moves are a random walk's (uncorrelated, adding up, at least 40 commits,
+  no episode of a few commits beyond them; segmentation leaves its residuals correlated)
+  gets as change points only the moves beyond what its own moves allow whose level holds,
+  and a regression only through one of them (walk): its wander is neither a change point
+  nor a drift.
 * Series with a zero among their values (failure rates) are analysed on a linear scale; all
   others on a log scale.
 * An unstable series is told from how many commits a threshold-size step would be
@@ -44,7 +49,8 @@ The model (why it looks like this):
 
 Its modules, by question: ``model`` (the value objects), ``noise`` (robust levels and noise),
 ``significance`` (tests, segmentation, p-values), ``drift`` (levels and lines), ``changes``
-(the analysis of a time or count series, as named steps) and ``exact`` (exact counters).
+(the analysis of a time or count series, as named steps), ``walk`` (series that wander
+like a random walk) and ``exact`` (exact counters).
 Everything else reads it through this package: ``verdict`` is the entry point.
 """
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from torchpulse.analysis.defaults import DEFAULT_NOISE_FLOOR
-from torchpulse.analysis.detector import drift
+from torchpulse.analysis.detector import drift, walk
 from torchpulse.analysis.detector.drift import Piece
 from torchpulse.analysis.detector.model import (
     ChangePoint,
@@ -66,6 +66,10 @@ RHO_MAX = 0.95
 # ... and only where the successive differences say the noise wanders (noise.wander): an
 # undetected step leaves correlated residuals too, but one large difference, not a wander
 WANDER_MIN = 0.3
+# a series whose moves look like a walk's is read as one when its residuals around the
+# segments are correlated beyond this many standard errors of white noise: a walk's are by
+# 6.6 (a twentieth of them by under 0.8), a ramp's in white noise by under 1.7
+WALK_RHO_SIGMAS = 2.0
 
 
 @dataclass(frozen=True)
@@ -130,9 +134,68 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
         clear = critical_z(len(fit.levels), alpha) + POWER_Z if noise.unstable else None
         regression = _active(fit.tester, parts, means, jumps, fit.keep, baseline, threshold,
                              clear, scaled.linear, exact=scaled.sigma0 == 0)
+    drifts = _drifts(scaled, fit, parts)
+    if _wandering(scaled, fit):
+        # a random walk's wander is neither change points nor drifts: its changes are the
+        # moves beyond its own, its drifts those steeper than it, and a rise is a
+        # regression only through one of them
+        moves = walk.changes(scaled.levels)
+        changes = _listed(moves, len(points))
+        since = int(fit.keep[parts[baseline].start]) if baseline is not None else 0
+        drifts = tuple(d for d in drifts if walk.beyond(scaled.levels, d.start, d.end))
+        regression = _through_moves(regression, moves, changes, drifts, since)
     return SeriesVerdict(tuple(changes), (regression,) if regression else (),
-                         tuple(int(i) for i in fit.spikes), noise, scaled.linear,
-                         _drifts(scaled, fit, parts))
+                         tuple(int(i) for i in fit.spikes), noise, scaled.linear, drifts)
+
+
+def _wandering(scaled: _Scaled, fit: _Segmented) -> bool:
+    """The series moves like a random walk (walk.wanders), and, unless most of its moves
+    are zero, segmentation leaves its residuals correlated beyond WALK_RHO_SIGMAS standard
+    errors of white noise: a ramp of a few commits in white noise lifts its moves for a
+    while, enough to pass for a walk's, but around its segments it is white."""
+    if scaled.exact or scaled.linear or not walk.wanders(scaled.levels):
+        return False
+    return walk.sparse(scaled.levels) or residual_autocorrelation(
+        fit.levels, fit.bounds) > WALK_RHO_SIGMAS / math.sqrt(len(fit.levels))
+
+
+def _listed(moves: Sequence[walk.Move], n: int) -> list[ChangePoint]:
+    """A wandering series' changes as change points, once HELD commits hold each level
+    (as segmentation's are listed)."""
+    return [ChangePoint(m.index, math.exp(m.before), math.exp(m.after), m.pvalue, m.stderr)
+            for m in moves if m.index >= HELD and n - m.index >= HELD]
+
+
+def _beyond_the_walk(levels: np.ndarray, segmented: Sequence[ChangePoint],
+                     moved: Sequence[ChangePoint]) -> list[ChangePoint]:
+    """A wandering series' change points: segmentation's whose shift of the mean level is
+    beyond what the walk makes between its neighbours (walk.shift_beyond), and the moves
+    test's, but those within HELD commits of one of them."""
+    edges = [0, *(c.index for c in segmented), len(levels)]
+    kept = [c for j, c in enumerate(segmented)
+            if walk.shift_beyond(levels, edges[j], c.index, edges[j + 2])]
+    return sorted(kept + [c for c in moved
+                          if all(abs(c.index - k.index) >= HELD for k in kept)],
+                  key=lambda c: c.index)
+
+
+def _through_moves(regression: Regression | None, moves: Sequence[walk.Move],
+                   changes: Sequence[ChangePoint], drifts: Sequence[Drift],
+                   since: int) -> Regression | None:
+    """The active regression of a wandering series: the detector's, when a change up since
+    its baseline's start (a move, or a shift beyond the walk) or one of its drifts up
+    beyond the walk is on the way (those are its culprits); else None, the rise being the
+    walk's own."""
+    if regression is None:
+        return None
+    rising = tuple((d.start, d.end) for d in drifts
+                   if (d.start, d.end) in regression.drifts)
+    ups = sorted({m.index for m in moves if m.after > m.before and m.index > since}
+                 | {c.index for c in changes if c.after > c.before and c.index > since}
+                 | {start for start, _ in rising})
+    if not ups:
+        return None
+    return replace(regression, index=ups[0], culprits=tuple(ups), drifts=rising)
 
 
 def _scaled(points: Sequence[Point], relative_floor: float) -> _Scaled:

@@ -1,0 +1,280 @@
+"""Series that wander like a random walk, and which of their moves are changes.
+
+A host whose speed drifts over an afternoon, a quote held between small updates: the
+series' level moves a little at many commits and never comes back, so segmenting it against
+white noise cuts it at most of its moves (issue 51; docs/detection.md, "What the quote and
+the walk allow"). For such a series a change is a move beyond what the series' own moves
+allow, whose new level holds.
+
+``wanders`` says whether a series is one (all estimated from its moves, the successive
+differences of its levels):
+
+* the walk's share of the moves' variance, from the robust spreads of the differences
+  1..LAGS commits apart fitted as 2 e + k w (``walk_share``), is above SHARE: a median
+  ignores the few differences that straddle one step, a weekly season makes the spread
+  oscillate with k instead of grow;
+* the moves' lag-1 autocorrelation is above RHO1 (and below RHO1_MAX: a ramp's moves
+  follow each other) and their autocorrelations at lags 1-3, summed, above RHO3 (each move
+  pulled to within 3 robust spreads first, so that one step's move does not decide them):
+  white noise's moves and a step in it give -0.5 and about -0.5, a walk's or a quote's 0
+  and 0, AR(0.6)'s about -0.4 summed, AR(0.9)'s -0.05. Where most moves are zero (a
+  quote), the bounds are SPARSE_RHO1 and SPARSE_RHO3 and the moves must not go back and
+  forth (``_back_and_forth``);
+* the moves take at least DISTINCT sizes: a counter or a noiseless ramp makes fewer;
+* the series has LEAST_POINTS commits or more.
+
+(changes.analyse asks one thing more of a series whose moves are not mostly zero: that
+segmentation leaves its residuals correlated. A ramp of a few commits in white noise can
+pass the tests above, its moves lifted for a while; around its segments it is white.)
+
+``changes`` lists the moves that are changes. The moves are taken about their median (a
+drift's slope); a share p of them is non-zero (1 for a walk, the update rate for a quote),
+those normal with the robust spread s of the non-zero ones. A move is a candidate when its
+size passes c, set so that the largest of the n moves passes it with probability ALPHA when
+nothing changed: 1 - (1 - 2 p Q(c / s))^n = ALPHA (experiments/moving_bounds.py is the
+yardstick this follows). It is a change when the level it reaches holds: each of the HOLD
+commits from it differs from the mean of the HOLD before it, the drift taken out, by more
+than half the move (and c / 2), in the move's direction; a toggle's or a spike's move
+comes back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from torchpulse.analysis.detector.noise import MAD_TO_SD
+from torchpulse.analysis.detector.significance import stats  # scipy.stats, on first use
+
+LAGS = 14  # the lags the walk's share is fitted over: two weeks of a weekly season
+LEAST_SHARE_POINTS = 12  # fewer commits: no share estimate (0)
+# fewer commits are never routed: a short ramp's moves or one large step then decide the
+# share and the correlations (a 10-commit drift in 30 read as a walk)
+LEAST_POINTS = 40
+SHARE = 0.2
+RHO1 = -0.15
+RHO3 = -0.25
+RHO1_MAX = 0.4  # above: the moves themselves drift smoothly (a ramp), a walk's do not
+SPARSE_RHO1 = -0.25  # ... when most moves are zero: a coarse timer's toggles give -0.5
+SPARSE_RHO3 = -0.35
+BACK_AND_FORTH = 0.01
+STAYS = 2.0  # a quote updated at a fifth of commits: 0.96 / 0.2; a toggle's about 1
+DISTINCT = 12
+ALPHA = 0.01  # the chance that a series which only wanders gets a change
+HOLD = 3  # commits a move's new level must hold, on average, for it to be a change
+LEAST_MOVES = 8  # fewer non-zero moves: no spread to judge them by
+RAMP = LAGS  # the widest window an episode is looked for in, in commits
+
+
+@dataclass(frozen=True)
+class Move:
+    """A change in a wandering series, on the analysis scale: ``index`` is the first point
+    at the new level."""
+
+    index: int
+    before: float  # the mean of the HOLD levels before it
+    after: float  # the mean of the HOLD levels from it
+    pvalue: float  # of a move this large among the series' n moves
+    stderr: float  # the spread of the series' own moves
+
+
+def _mad(d: np.ndarray) -> float:
+    """The median absolute deviation as a standard deviation (no fallback: a step straddled
+    by fewer than half the differences does not move it)."""
+    return float(MAD_TO_SD * np.median(np.abs(d - np.median(d))))
+
+
+def walk_share(levels: np.ndarray) -> float:
+    """w / (2 e + w) of a random walk plus white noise (increments of variance w, noise of
+    variance e), fitted from the squared robust spreads of the differences 1..LAGS commits
+    apart, s_k^2 = 2 e + k w, by least squares: 0 for white noise, 1 for a walk."""
+    x = np.asarray(levels, dtype=float)
+    lags = [k for k in range(1, LAGS + 1) if len(x) - k >= 8]
+    if len(x) < LEAST_SHARE_POINTS or len(lags) < 3:
+        return 0.0
+    s2 = np.array([_mad(x[k:] - x[:-k]) ** 2 for k in lags])
+    design = np.stack([np.ones(len(lags)), np.asarray(lags, dtype=float)], axis=1)
+    (intercept, slope), *_ = np.linalg.lstsq(design, s2, rcond=None)
+    w, e = max(float(slope), 0.0), max(float(intercept) / 2.0, 0.0)
+    return 0.0 if w + 2.0 * e == 0.0 else w / (w + 2.0 * e)
+
+
+def _walk_like_moves(d: np.ndarray) -> bool:
+    """The moves ``d`` are uncorrelated like a walk's and take enough distinct sizes."""
+    scale = float(np.max(np.abs(d))) if len(d) else 0.0
+    if len(d) < 8 or scale == 0.0 or len(np.unique(np.round(d / scale, 6))) < DISTINCT:
+        return False
+    centre, s = float(np.median(d)), _mad(d)
+    rho1, rho3 = RHO1, RHO3
+    if s == 0.0:  # most moves the same (a quote's zeros): the spread of the others, and
+        # bounds halfway to white noise's (a quote's few moves scatter its correlations)
+        moved = d[d != centre] - centre
+        if _back_and_forth(moved):
+            return False
+        s = _mad(moved) or float(np.max(np.abs(moved)))
+        rho1, rho3 = SPARSE_RHO1, SPARSE_RHO3
+    d = np.clip(d, centre - 3.0 * s, centre + 3.0 * s)
+    d = d - np.mean(d)  # the clipped moves' mean: one large step does not shift it
+    denominator = float(np.dot(d, d))
+    if denominator == 0.0:
+        return True
+    rho = [float(np.dot(d[k:], d[:-k]) / denominator) for k in (1, 2, 3)]
+    return rho1 < rho[0] < RHO1_MAX and sum(rho) > rho3
+
+
+def _back_and_forth(moved: np.ndarray) -> bool:
+    """The non-zero moves (but those under half their median size: a run's jitter) change
+    direction more often than a walk's (half the time) would with probability
+    BACK_AND_FORTH: a coarse timer or a counter toggling between values."""
+    moved = moved[np.abs(moved) >= np.median(np.abs(moved)) / 2.0]  # not a run's jitter
+    turns = int(np.sum(np.sign(moved[1:]) != np.sign(moved[:-1])))
+    tail = float(stats.binom.sf(turns - 1, len(moved) - 1, 0.5))
+    return len(moved) >= 2 and tail < BACK_AND_FORTH
+
+
+def _stays_moved(x: np.ndarray) -> bool:
+    """For a series that holds at most commits: the share of commits LAGS apart at
+    different levels is at least STAYS times the share of neighbours that are (a quote's
+    moves add up; a toggling counter's or a coarse timer's come back). Differences under
+    half the median move are a run's jitter, not a move; the pairs one step sets apart are
+    not counted as moved."""
+    d = np.abs(np.diff(x))
+    if len(x) <= LAGS or not np.any(d > 0.0):
+        return False
+    jitter = float(np.median(d[d > 0.0])) / 2.0
+    apart = float(np.mean(np.abs(x[LAGS:] - x[:-LAGS]) > jitter))
+    straddling = LAGS / (len(x) - LAGS)  # the pairs one step would set apart
+    return apart - straddling >= STAYS * float(np.mean(d > jitter))
+
+
+def wanders(levels: np.ndarray) -> bool:
+    """Whether the series (levels on the analysis scale, oldest first) moves like a random
+    walk: its changes are then told by ``changes``, not by segmentation. Where most moves
+    are zero (a quote) the median spreads of walk_share collapse, and _stays_moved stands
+    in for it."""
+    x = np.asarray(levels, dtype=float)
+    if len(x) < LEAST_POINTS:
+        return False
+    if not _walk_like_moves(np.diff(x)):  # the cheapest test first: most series fail it
+        return False
+    wander = _stays_moved(x) if sparse(x) else walk_share(x) > SHARE
+    return wander and not _ramps(x)
+
+
+def _ramps(x: np.ndarray) -> bool:
+    """The series rises or falls over 2..RAMP commits by more than its own moves allow: an
+    episode (a drift of a few commits, a crash) that a walk does not make, which
+    segmentation and the drift grouping read, not this test. A window's moves are summed,
+    the drift taken out, and either its largest move in the sum's direction left out or
+    the moves that are changes (a step is one move, a ramp many); what is left has
+    variance (1 + p (k - 1)) s^2 under the walk for k moves (one of them given: a quote's
+    window holds an update far more often than its share p makes it look). It is a ramp
+    beyond the Bonferroni bound over both sums of every window at ALPHA."""
+    dev, s, share = _moves(np.diff(x))
+    widths = range(2, min(RAMP, len(dev)) + 1)
+    if s == 0.0 or not len(widths):
+        return False
+    crit = float(stats.norm.isf(ALPHA / (4.0 * len(dev) * len(widths))))
+    unchanged = dev.copy()
+    unchanged[[m.index - 1 for m in changes(x)]] = 0.0
+    for m in widths:
+        windows = np.lib.stride_tricks.sliding_window_view(dev, m)
+        sums = windows.sum(axis=1)
+        largest = np.where(sums >= 0.0, windows.max(axis=1), windows.min(axis=1))
+        if float(np.max(np.abs(sums - largest))) > crit * s * math.sqrt(1.0 + share * (m - 2)):
+            return True
+        sums = np.lib.stride_tricks.sliding_window_view(unchanged, m).sum(axis=1)
+        if float(np.max(np.abs(sums))) > crit * s * math.sqrt(1.0 + share * (m - 1)):
+            return True
+    return False
+
+
+def sparse(levels: np.ndarray) -> bool:
+    """Most of the series' moves are zero (a quote held between updates)."""
+    return len(levels) > 1 and _mad(np.diff(np.asarray(levels, dtype=float))) == 0.0
+
+
+def beyond(levels: np.ndarray, start: int, end: int) -> bool:
+    """The rise or fall from ``start`` to ``end`` (a drift the drift grouping found) is more
+    than the wandering series' own moves make over that many commits, beyond the
+    Bonferroni bound over its start at ALPHA: a drift in the walk, not the walk. The
+    series' own slope is the median move outside the span (the span's would hide it)."""
+    x = np.asarray(levels, dtype=float)
+    d = np.diff(x)
+    dev, s, share = _moves(d)
+    m = end - start
+    elsewhere = np.concatenate([d[:start], d[end:]])
+    if s == 0.0 or m <= 0 or len(elsewhere) < LEAST_MOVES:
+        return True
+    rise = float(x[end] - x[start]) - float(np.median(elsewhere)) * m
+    crit = float(stats.norm.isf(ALPHA / (len(d) * len(d))))
+    return abs(rise) > crit * s * math.sqrt(m * share)
+
+
+def shift_beyond(levels: np.ndarray, start: int, index: int, stop: int) -> bool:
+    """The mean level of ``index..stop`` against that of ``start..index`` (a change point
+    segmentation found) differs by more than the wandering series' own moves make, beyond
+    the Bonferroni bound over the commits at ALPHA. Under a walk of increments of variance
+    w, the mean of the m after a commit differs from the commit before by a variance of
+    w (m + 1) (2 m + 1) / (6 m), and the mean of the m before it from that commit by
+    w (m - 1) (2 m - 1) / (6 m); w is p s^2, but for the move across the boundary, which
+    segmentation put where a move is (s^2)."""
+    x = np.asarray(levels, dtype=float)
+    d = np.diff(x)
+    _, s, share = _moves(d)
+    m1, m2 = index - start, stop - index
+    elsewhere = np.concatenate([d[:start], d[stop - 1:]])
+    if s == 0.0 or m1 < 1 or m2 < 1 or len(elsewhere) < LEAST_MOVES:
+        return True
+    rise = float(x[index:stop].mean() - x[start:index].mean()) - float(
+        np.median(elsewhere)) * (m1 + m2) / 2.0
+    # the move across the boundary is one (non-zero: s^2), the others are the walk's
+    var = s * s * (1.0 + share * ((m2 + 1) * (2 * m2 + 1) / (6.0 * m2) - 1.0
+                                  + (m1 - 1) * (2 * m1 - 1) / (6.0 * m1)))
+    crit = float(stats.norm.isf(ALPHA / (2.0 * len(d))))
+    return abs(rise) > crit * math.sqrt(var)
+
+
+def _moves(d: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """The moves about their median (a drift's slope), the robust spread s of the non-zero
+    ones (0: fewer than LEAST_MOVES, or all the same) and the share p that is non-zero."""
+    dev = d - float(np.median(d)) if len(d) else d
+    moved = dev[dev != 0.0]
+    s = _mad(moved) if len(moved) >= LEAST_MOVES else 0.0
+    return dev, s, len(moved) / len(d) if len(d) else 0.0
+
+
+def changes(levels: np.ndarray) -> list[Move]:
+    """The moves of a wandering series that are changes, oldest first: each with at least
+    one commit before and after it (up to HOLD of each are compared)."""
+    x = np.asarray(levels, dtype=float)
+    d = np.diff(x)
+    if len(d) == 0:
+        return []
+    slope = float(np.median(d))
+    dev, s, share = _moves(d)
+    n = len(d)
+    if s == 0.0:  # all the same but a few moves: those few are the candidates
+        candidates, c, share = np.flatnonzero(dev), 0.0, 1.0
+    else:
+        tail = (1.0 - (1.0 - ALPHA) ** (1.0 / n)) / (2.0 * share)
+        c = s * float(stats.norm.isf(min(tail, 0.5)))
+        candidates = np.flatnonzero(np.abs(dev) > c)
+    found = []
+    for j in candidates:
+        i = int(j) + 1  # the commit the move arrives at
+        after, before = x[i:i + HOLD], x[max(i - HOLD, 0):i]
+        drifted = slope * (len(before) + len(after)) / 2.0
+        # each commit after, not only their mean: a flip-flop's mean holds half the move
+        held = np.sign(dev[j]) * (after - before.mean() - drifted)
+        if held.min() <= max(c / 2.0, abs(dev[j]) / 2.0):
+            continue  # the level comes back: a toggle or a spike
+        if s == 0.0:
+            p = 0.0
+        else:
+            tail = min(2.0 * share * float(stats.norm.sf(abs(dev[j]) / s)), 1.0)
+            p = -math.expm1(n * math.log1p(-tail)) if tail < 1.0 else 1.0
+        found.append(Move(i, float(before.mean()), float(after.mean()), p, s))
+    return found

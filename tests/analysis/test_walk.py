@@ -1,0 +1,212 @@
+"""Series that wander like a random walk (a quote, a drifting host): which series are
+routed to the moves test, and what it lists."""
+
+import math
+
+import numpy as np
+import pytest
+
+from torchpulse.analysis.detector import Point, analyse, walk
+from torchpulse.evaluation import moving, shapes
+from torchpulse.evaluation.shapes import ShapeTruth
+
+
+def _moving(kind, seed, step_at=None, sigmas=5.0, n=100):
+    truth = ShapeTruth("b", "'0'", kind, "step" if step_at else "none",
+                       sigmas * moving.SIGMA if step_at else 0.0, step_at or -1)
+    values = moving.draw(truth, n, np.random.default_rng(seed))
+    return [Point(f"c{i}", v) for i, v in enumerate(values)]
+
+
+def _levels(points):
+    return np.log([p.value for p in points])
+
+
+def _read_as_walk(points):
+    """Whether analyse reads the series as a walk (walk.wanders and its residuals)."""
+    from torchpulse.analysis.defaults import DEFAULT_NOISE_FLOOR
+    from torchpulse.analysis.detector import changes
+
+    scaled = changes._scaled(points, DEFAULT_NOISE_FLOOR)
+    return changes._wandering(scaled, changes._segmented(scaled, 0.01))
+
+
+def _white_step(seed, n=100, at=60, size=0.05, cv=0.01):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.0, cv, n)
+    x[at:] += math.log1p(size)
+    return x
+
+
+def _coarse(seed, step_at=None):
+    """A 20 us timer rounded to 1 us by the timer, through the shapes family."""
+    truth = ShapeTruth("b", "'0'", "coarse", "step" if step_at else "none",
+                       0.2 if step_at else 0.0, step_at or -1)
+    drawn = shapes.draw(truth, 100, np.random.default_rng(seed))
+    return [Point(f"c{i}", v, tuple(drawn.samples[i]) if drawn.samples else ())
+            for i, v in enumerate(drawn.values) if v is not None]
+
+
+def test_walks_and_quotes_wander_and_white_noise_seasons_and_counters_do_not():
+    def share(kind, **kw):
+        return np.mean([walk.wanders(_levels(_moving(kind, s, **kw))) for s in range(20)])
+
+    assert share("walk") >= 0.5
+    assert share("walk", step_at=50) >= 0.5
+    assert share("quote") >= 0.85
+    assert share("quote", step_at=50) >= 0.85
+    for kind in ("ar1-0.3", "ar1-0.6", "seasonal", "outliers", "logistic"):
+        assert share(kind) <= 0.05, kind
+    assert not any(walk.wanders(_white_step(s)) for s in range(20))
+    # a coarse timer toggles between units: its moves come back, a quote's add up
+    from torchpulse.analysis.detector.noise import run_levels
+
+    for step_at in (None, 50):
+        routed = [walk.wanders(run_levels(_coarse(s, step_at))[0]) for s in range(20)]
+        assert sum(routed) <= 1
+    # a noiseless ramp or an exact counter makes too few distinct moves
+    assert not walk.wanders(np.linspace(0.0, 0.1, 100))
+    counter = np.zeros(100)
+    counter[[20, 50, 70]] = 0.01
+    assert not walk.wanders(np.cumsum(counter))
+    assert not walk.wanders(np.cumsum(np.random.default_rng(0).normal(0, 0.01, 11)))
+
+
+def test_the_walks_share_is_zero_for_white_noise_and_one_for_a_walk():
+    rng = np.random.default_rng(3)
+    white = [walk.walk_share(rng.normal(0, 0.01, 200)) for _ in range(10)]
+    walks = [walk.walk_share(np.cumsum(rng.normal(0, 0.01, 200))) for _ in range(10)]
+    assert np.median(white) < 0.1
+    assert np.median(walks) > 0.5  # a noisy estimate: 0.2-1.0 over these ten walks
+    assert np.median(walks) > 3 * max(white)
+    assert walk.walk_share(np.zeros(5)) == 0.0
+
+
+def test_a_step_of_five_deviations_in_a_walk_is_the_move_listed():
+    for seed in range(10):
+        x = _levels(_moving("walk", seed, step_at=60))
+        moves = walk.changes(x)
+        assert [m.index for m in moves] == [60], seed
+        (m,) = moves
+        assert m.after > m.before
+        assert 0.0 <= m.pvalue < walk.ALPHA
+        assert m.stderr > 0.0
+
+
+def test_a_walk_or_a_quote_that_only_wanders_rarely_gets_a_change():
+    listed = [bool(walk.changes(_levels(_moving(kind, s))))
+              for kind in ("walk", "quote") for s in range(40)]
+    assert np.mean(listed) <= 0.2
+
+
+def test_a_move_that_comes_back_is_no_change():
+    x = np.cumsum(np.random.default_rng(5).normal(0.0, 0.003, 100))
+    spike, toggle = x.copy(), x.copy()
+    spike[40] += 0.1  # one run far out
+    toggle[[40, 42, 44]] += 0.1  # up and back, three times
+    assert 40 not in [m.index for m in walk.changes(spike)]
+    assert not {40, 42, 44} & {m.index for m in walk.changes(toggle)}
+    held = x.copy()
+    held[40:] += 0.1
+    assert 40 in [m.index for m in walk.changes(held)]
+
+
+def test_an_exact_series_lists_its_few_moves_that_hold():
+    x = np.zeros(30)
+    x[10:] += 0.02
+    x[20:] -= 0.01
+    assert [(m.index, m.pvalue) for m in walk.changes(x)] == [(10, 0.0), (20, 0.0)]
+    assert walk.changes(np.zeros(1)) == []
+
+
+def test_a_wandering_series_gets_the_moves_as_change_points_and_no_drift(monkeypatch):
+    from torchpulse.analysis.detector import changes
+
+    nulls = [_moving("walk", s) for s in range(12)] + [_moving("quote", s) for s in range(12)]
+    routed = [p for p in nulls if _read_as_walk(p)]
+    assert len(routed) >= 15
+    verdicts = [analyse(p) for p in routed]
+    assert np.mean([bool(v.change_points) for v in verdicts]) <= 0.25
+    # the drift grouping's lines along the walk are its wander, kept only when steeper
+    assert np.mean([bool(v.drifts) for v in verdicts]) <= 0.1
+    monkeypatch.setattr(changes.walk, "wanders", lambda levels: False)
+    assert not any(_read_as_walk(p) for p in routed)
+    plain = [analyse(p) for p in routed]
+    assert np.mean([bool(v.change_points) for v in plain]) >= 0.7
+    assert np.mean([bool(v.drifts) for v in plain]) > np.mean([bool(v.drifts) for v in verdicts])
+
+
+def test_a_step_up_in_a_walk_is_the_regression_and_its_wander_is_not(monkeypatch):
+    stepped = [_moving("walk", s, step_at=80) for s in range(12)]
+    verdicts = [analyse(p) for p in stepped if _read_as_walk(p)]
+    assert len(verdicts) >= 6
+    for v in verdicts:
+        assert [c.index for c in v.change_points] == [80]
+        if v.active:
+            assert v.active[0].index == 80
+            assert v.active[0].culprits == (80,)
+            assert v.active[0].drifts == ()
+    assert sum(bool(v.active) for v in verdicts) >= 3
+    # null quotes: the segmentation's alerts on their wander are dropped
+    from torchpulse.analysis.detector import changes
+
+    nulls = [_moving("quote", s) for s in range(40)]
+    alerted = sum(bool(analyse(p).active) for p in nulls)
+    monkeypatch.setattr(changes.walk, "wanders", lambda levels: False)
+    assert sum(bool(analyse(p).active) for p in nulls) >= alerted + 2
+
+
+def test_series_that_do_not_wander_are_judged_as_before(monkeypatch):
+    from torchpulse.analysis.detector import changes
+
+    series = [[Point(f"c{i}", math.exp(v)) for i, v in enumerate(_white_step(s))]
+              for s in range(10)]
+    series += [_moving(kind, s, step_at=50) for kind in ("ar1-0.3", "seasonal", "logistic")
+               for s in range(3)]
+    verdicts = [analyse(p) for p in series]
+    monkeypatch.setattr(changes.walk, "wanders", lambda levels: False)
+    assert [analyse(p) for p in series] == verdicts
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 11, 12, 20])
+def test_short_and_constant_series_do_not_break_the_routing(n):
+    assert walk.wanders(np.zeros(n)) is False
+    assert walk.walk_share(np.zeros(n)) == 0.0
+    assert walk.changes(np.zeros(n)) == []
+
+
+def test_a_steep_ramp_in_white_noise_is_a_drift_not_a_walk(monkeypatch):
+    """A rise of 10 % over 10 of 40-60 commits in 0.3 % noise lifts the moves for a while,
+    enough for many to pass walk.wanders; around its segments the series is white, so the
+    verdict is the segmentation's, drift and alert included."""
+    from torchpulse.analysis.detector import changes
+
+    series = []
+    for seed in range(60):
+        for n, a, b in ((40, 10, 20), (60, 20, 30)):
+            truth = ShapeTruth("b", "'0'", "drift", "drift", 0.1, a, b)
+            drawn = shapes.draw(truth, n, np.random.default_rng(seed))
+            points = [Point(f"c{i}", v) for i, v in enumerate(drawn.values)]
+            if walk.wanders(_levels(points)):
+                series.append(points)
+    assert len(series) >= 10  # the case is real: these pass the moves' tests
+    verdicts = [analyse(p) for p in series]
+    assert all(v.active and (v.drifts or v.change_points) for v in verdicts)
+    monkeypatch.setattr(changes.walk, "wanders", lambda levels: False)
+    assert [analyse(p) for p in series] == verdicts
+
+
+def test_a_walk_with_an_episode_beyond_its_moves_is_left_to_segmentation():
+    """A crash of a few commits (the 2008 fall of an oil price, which people mark) is more
+    than a walk's own moves make: such a series is not read as a walk, so the episode is
+    found as segmentation finds it."""
+    rng = np.random.default_rng(11)
+    x = np.cumsum(rng.normal(0.0, 0.01, 120))
+    assert walk.wanders(x)
+    crashed = x.copy()
+    crashed[60:] -= np.concatenate([np.linspace(0.0, 0.2, 6), np.full(54, 0.2)])
+    assert not walk.wanders(crashed)
+    points = [Point(f"c{i}", math.exp(v)) for i, v in enumerate(crashed)]
+    assert not _read_as_walk(points)
+    verdict = analyse(points)
+    assert verdict.change_points or verdict.drifts
