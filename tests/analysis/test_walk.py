@@ -210,3 +210,27 @@ def test_a_walk_with_an_episode_beyond_its_moves_is_left_to_segmentation():
     assert not _read_as_walk(points)
     verdict = analyse(points)
     assert verdict.change_points or verdict.drifts
+
+
+def test_a_move_as_large_as_the_threshold_is_a_change_however_the_series_wanders():
+    """The moves test's bar follows the series' own moves; a step the size of the alert's
+    threshold is listed (and alerted) even where the moves are large enough to hide it.
+    (Where the three commits before the step sit half its size above the one it leaves
+    from, its level is not taken to hold: a few seeds.)"""
+    wandering = hidden = found = listed = alerted = 0
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        d = rng.normal(0.0, 0.02, 99)  # moves of 2 %: the bar is about 7 %
+        d[69], d[70:72] = math.log1p(0.06), 0.0  # a 6 % step that holds
+        x = np.concatenate([[0.0], np.cumsum(d)])
+        if not walk.wanders(x):
+            continue
+        wandering += 1
+        hidden += 70 not in [m.index for m in walk.changes(x)]
+        found += 70 in [m.index for m in walk.changes(x, least=math.log1p(0.05))]
+        points = [Point(f"c{i}", math.exp(v)) for i, v in enumerate(x)]
+        if _read_as_walk(points):
+            listed += 1
+            alerted += 70 in [c.index for c in analyse(points, threshold=0.05).change_points]
+    assert wandering >= 10 and hidden >= wandering / 2
+    assert found >= 0.8 * wandering and alerted >= 0.8 * listed and listed >= 5

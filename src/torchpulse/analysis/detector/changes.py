@@ -139,7 +139,7 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
         # a random walk's wander is neither change points nor drifts: its changes are the
         # moves beyond its own, its drifts those steeper than it, and a rise is a
         # regression only through one of them
-        moves = walk.changes(scaled.levels)
+        moves = walk.changes(scaled.levels, least=math.log1p(threshold))
         changes = _listed(moves, len(points))
         since = int(fit.keep[parts[baseline].start]) if baseline is not None else 0
         drifts = tuple(d for d in drifts if walk.beyond(scaled.levels, d.start, d.end))

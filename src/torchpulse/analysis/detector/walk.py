@@ -246,9 +246,11 @@ def _moves(d: np.ndarray) -> tuple[np.ndarray, float, float]:
     return dev, s, len(moved) / len(d) if len(d) else 0.0
 
 
-def changes(levels: np.ndarray) -> list[Move]:
+def changes(levels: np.ndarray, least: float = math.inf) -> list[Move]:
     """The moves of a wandering series that are changes, oldest first: each with at least
-    one commit before and after it (up to HOLD of each are compared)."""
+    one commit before and after it (up to HOLD of each are compared). A move of ``least``
+    or more (the threshold worth an alert, on the analysis scale) is a candidate however
+    large the series' own moves are: a wander does not hide a step the user asked for."""
     x = np.asarray(levels, dtype=float)
     d = np.diff(x)
     if len(d) == 0:
@@ -260,8 +262,8 @@ def changes(levels: np.ndarray) -> list[Move]:
         candidates, c, share = np.flatnonzero(dev), 0.0, 1.0
     else:
         tail = (1.0 - (1.0 - ALPHA) ** (1.0 / n)) / (2.0 * share)
-        c = s * float(stats.norm.isf(min(tail, 0.5)))
-        candidates = np.flatnonzero(np.abs(dev) > c)
+        c = min(s * float(stats.norm.isf(min(tail, 0.5))), least)
+        candidates = np.flatnonzero(np.abs(dev) >= c)
     found = []
     for j in candidates:
         i = int(j) + 1  # the commit the move arrives at
