@@ -28,6 +28,8 @@ def _read_as_walk(points):
     from torchpulse.analysis.detector import changes
 
     scaled = changes._scaled(points, DEFAULT_NOISE_FLOOR)
+    if not changes.walk.wanders(scaled.levels):  # the segmentation is the slow part
+        return False
     return changes._wandering(scaled, changes._segmented(scaled, 0.01))
 
 
