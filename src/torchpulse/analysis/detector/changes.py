@@ -143,7 +143,7 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
         changes = _listed(moves, len(points))
         since = int(fit.keep[parts[baseline].start]) if baseline is not None else 0
         drifts = tuple(d for d in drifts if walk.beyond(scaled.levels, d.start, d.end))
-        regression = _through_moves(regression, moves, changes, drifts, since)
+        regression = _through_moves(regression, moves, drifts, since)
     return SeriesVerdict(tuple(changes), (regression,) if regression else (),
                          tuple(int(i) for i in fit.spikes), noise, scaled.linear, drifts)
 
@@ -166,32 +166,16 @@ def _listed(moves: Sequence[walk.Move], n: int) -> list[ChangePoint]:
             for m in moves if m.index >= HELD and n - m.index >= HELD]
 
 
-def _beyond_the_walk(levels: np.ndarray, segmented: Sequence[ChangePoint],
-                     moved: Sequence[ChangePoint]) -> list[ChangePoint]:
-    """A wandering series' change points: segmentation's whose shift of the mean level is
-    beyond what the walk makes between its neighbours (walk.shift_beyond), and the moves
-    test's, but those within HELD commits of one of them."""
-    edges = [0, *(c.index for c in segmented), len(levels)]
-    kept = [c for j, c in enumerate(segmented)
-            if walk.shift_beyond(levels, edges[j], c.index, edges[j + 2])]
-    return sorted(kept + [c for c in moved
-                          if all(abs(c.index - k.index) >= HELD for k in kept)],
-                  key=lambda c: c.index)
-
-
 def _through_moves(regression: Regression | None, moves: Sequence[walk.Move],
-                   changes: Sequence[ChangePoint], drifts: Sequence[Drift],
-                   since: int) -> Regression | None:
-    """The active regression of a wandering series: the detector's, when a change up since
-    its baseline's start (a move, or a shift beyond the walk) or one of its drifts up
-    beyond the walk is on the way (those are its culprits); else None, the rise being the
-    walk's own."""
+                   drifts: Sequence[Drift], since: int) -> Regression | None:
+    """The active regression of a wandering series: the detector's, when a move up since
+    its baseline's start is a change, or one of its drifts up is steeper than the walk
+    (those are its culprits); else None, the rise being the walk's own."""
     if regression is None:
         return None
     rising = tuple((d.start, d.end) for d in drifts
                    if (d.start, d.end) in regression.drifts)
     ups = sorted({m.index for m in moves if m.after > m.before and m.index > since}
-                 | {c.index for c in changes if c.after > c.before and c.index > since}
                  | {start for start, _ in rising})
     if not ups:
         return None

@@ -32,10 +32,10 @@ drift's slope); a share p of them is non-zero (1 for a walk, the update rate for
 those normal with the robust spread s of the non-zero ones. A move is a candidate when its
 size passes c, set so that the largest of the n moves passes it with probability ALPHA when
 nothing changed: 1 - (1 - 2 p Q(c / s))^n = ALPHA (experiments/moving_bounds.py is the
-yardstick this follows). It is a change when the level it reaches holds: each of the HOLD
-commits from it differs from the mean of the HOLD before it, the drift taken out, by more
-than half the move (and c / 2), in the move's direction; a toggle's or a spike's move
-comes back.
+yardstick this follows); a move as large as the alert's threshold is always a candidate.
+It is a change when the level it reaches holds: each of the HOLD commits from it differs
+from the mean of the HOLD before it, the drift taken out, by more than half the move (and
+c / 2), in the move's direction; a toggle's or a spike's move comes back.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ BACK_AND_FORTH = 0.01
 STAYS = 2.0  # a quote updated at a fifth of commits: 0.96 / 0.2; a toggle's about 1
 DISTINCT = 12
 ALPHA = 0.01  # the chance that a series which only wanders gets a change
-HOLD = 3  # commits a move's new level must hold, on average, for it to be a change
+HOLD = 3  # commits a move's new level must hold, each of them, for it to be a change
 LEAST_MOVES = 8  # fewer non-zero moves: no spread to judge them by
 RAMP = LAGS  # the widest window an episode is looked for in, in commits
 
@@ -129,9 +129,10 @@ def _back_and_forth(moved: np.ndarray) -> bool:
     direction more often than a walk's (half the time) would with probability
     BACK_AND_FORTH: a coarse timer or a counter toggling between values."""
     moved = moved[np.abs(moved) >= np.median(np.abs(moved)) / 2.0]  # not a run's jitter
+    if len(moved) < 2:
+        return False
     turns = int(np.sum(np.sign(moved[1:]) != np.sign(moved[:-1])))
-    tail = float(stats.binom.sf(turns - 1, len(moved) - 1, 0.5))
-    return len(moved) >= 2 and tail < BACK_AND_FORTH
+    return float(stats.binom.sf(turns - 1, len(moved) - 1, 0.5)) < BACK_AND_FORTH
 
 
 def _stays_moved(x: np.ndarray) -> bool:
@@ -199,8 +200,9 @@ def sparse(levels: np.ndarray) -> bool:
 def beyond(levels: np.ndarray, start: int, end: int) -> bool:
     """The rise or fall from ``start`` to ``end`` (a drift the drift grouping found) is more
     than the wandering series' own moves make over that many commits, beyond the
-    Bonferroni bound over its start at ALPHA: a drift in the walk, not the walk. The
-    series' own slope is the median move outside the span (the span's would hide it)."""
+    Bonferroni bound over every start and end at ALPHA (the drift grouping picked the span
+    where the walk went furthest): a drift in the walk, not the walk. The series' own slope
+    is the median move outside the span (the span's would hide it)."""
     x = np.asarray(levels, dtype=float)
     d = np.diff(x)
     dev, s, share = _moves(d)
@@ -211,30 +213,6 @@ def beyond(levels: np.ndarray, start: int, end: int) -> bool:
     rise = float(x[end] - x[start]) - float(np.median(elsewhere)) * m
     crit = float(stats.norm.isf(ALPHA / (len(d) * len(d))))
     return abs(rise) > crit * s * math.sqrt(m * share)
-
-
-def shift_beyond(levels: np.ndarray, start: int, index: int, stop: int) -> bool:
-    """The mean level of ``index..stop`` against that of ``start..index`` (a change point
-    segmentation found) differs by more than the wandering series' own moves make, beyond
-    the Bonferroni bound over the commits at ALPHA. Under a walk of increments of variance
-    w, the mean of the m after a commit differs from the commit before by a variance of
-    w (m + 1) (2 m + 1) / (6 m), and the mean of the m before it from that commit by
-    w (m - 1) (2 m - 1) / (6 m); w is p s^2, but for the move across the boundary, which
-    segmentation put where a move is (s^2)."""
-    x = np.asarray(levels, dtype=float)
-    d = np.diff(x)
-    _, s, share = _moves(d)
-    m1, m2 = index - start, stop - index
-    elsewhere = np.concatenate([d[:start], d[stop - 1:]])
-    if s == 0.0 or m1 < 1 or m2 < 1 or len(elsewhere) < LEAST_MOVES:
-        return True
-    rise = float(x[index:stop].mean() - x[start:index].mean()) - float(
-        np.median(elsewhere)) * (m1 + m2) / 2.0
-    # the move across the boundary is one (non-zero: s^2), the others are the walk's
-    var = s * s * (1.0 + share * ((m2 + 1) * (2 * m2 + 1) / (6.0 * m2) - 1.0
-                                  + (m1 - 1) * (2 * m1 - 1) / (6.0 * m1)))
-    crit = float(stats.norm.isf(ALPHA / (2.0 * len(d))))
-    return abs(rise) > crit * math.sqrt(var)
 
 
 def _moves(d: np.ndarray) -> tuple[np.ndarray, float, float]:
