@@ -7,13 +7,15 @@ over the null commits before the planted one, and its step at the planted commit
 Reads asv's results of bench_instructions in DIR/repo/results/MACHINE, orders them by the
 branch's first-parent history, finds the planted commit by its subject ("planted: ..."),
 and prints the largest spread (max - min over the median) of any series over the null
-commits before it, how many series stay within 0.1 / 0.2 / 0.5 / 1 %, and the workloads
-whose count moved at the planted commit by more than the null spread.
+commits before it, how many series stay within 0.1 / 0.2 / 0.5 / 1 %, the workloads
+whose count moved at the planted commit by more than the null spread, and how the null
+commits' differences grow with their distance (a walk's as the square root of it).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import subprocess
 import sys
@@ -83,6 +85,15 @@ def main() -> int:
     moved = [(s, n) for s, n in sorted(steps, reverse=True) if abs(s) > spread[n]]
     print("moved at the planted commit beyond their null spread: "
           + (", ".join(f"{n} {s:+.3%}" for s, n in moved) or "none"))
+    # do the null moves add up (a walk: the difference k commits apart grows as sqrt(k))
+    # or scatter around one level (it stays flat)? The detector reads the two differently
+    for k in (1, 2, 4, 8, 12):
+        if k < len(null):
+            rms = [math.sqrt(statistics.fmean(
+                (math.log(null[i + k][n] / null[i][n])) ** 2 for i in range(len(null) - k)))
+                for n in names]
+            print(f"commits {k:2} apart: median root mean square log difference "
+                  f"{statistics.median(rms):.3%}")
     if args.table:
         print("\n| workload | null median | null spread | after the plant | step |")
         print("|---|---:|---:|---:|---:|")
