@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from torchpulse.analysis.detector import Point, analyse, walk
 from torchpulse.evaluation import moving, shapes
@@ -236,3 +238,22 @@ def test_a_move_as_large_as_the_threshold_is_a_change_however_the_series_wanders
             alerted += 70 in [c.index for c in analyse(points, threshold=0.05).change_points]
     assert wandering >= 10 and hidden >= wandering / 2
     assert found >= 0.8 * wandering and alerted >= 0.8 * listed and listed >= 5
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.floats(-0.5, 0.5, allow_nan=False),
+                          st.sampled_from([0.0, 0.0, 0.0, 1e-9, -1e-9, 0.2])),
+                min_size=0, max_size=90),
+       st.sampled_from([0.0, 0.01, 0.05, 1.0]))
+def test_any_series_of_moves_gets_a_reading_and_valid_changes(moves, threshold):
+    """Ties, repeated values, a few huge moves, tiny ones: the routing answers and the moves
+    test lists changes inside the series with p-values in [0, 1]."""
+    x = np.concatenate([[0.0], np.cumsum(moves)])
+    assert walk.wanders(x) in (True, False)
+    for m in walk.changes(x, least=math.log1p(threshold) if threshold else math.inf):
+        assert 1 <= m.index < len(x)
+        assert 0.0 <= m.pvalue <= 1.0 and m.stderr >= 0.0
+        assert math.isfinite(m.before) and math.isfinite(m.after)
+    verdict = analyse([Point(f"c{i}", math.exp(v)) for i, v in enumerate(x)],
+                      threshold=threshold or 0.05)
+    assert all(0 <= c.index < len(x) for c in verdict.change_points)
