@@ -28,7 +28,7 @@ def to_units(linear: bool) -> Callable[[float], float]:
 
 
 def baseline_of(means: Sequence[float], edges: Sequence[int], last: int,
-              lines: Sequence[bool]) -> int | None:
+                lines: Sequence[bool]) -> int | None:
     """Where the regression at segment ``last`` started from: the newest stable segment
     (STABLE_COMMITS or more) below it, or an older stable one further down when the level
     only climbed since (two steps up are one regression). None when no stable level before
@@ -88,8 +88,8 @@ def _rise_test(tester: Tester, base: Piece, newest: Piece, net: float, drifting:
 
 
 def regression(tester: Tester, parts: Sequence[Piece], means: Sequence[float],
-            jumps: set[int], keep: np.ndarray, b: int | None, threshold: float,
-            clear_z: float | None, linear: bool, exact: bool) -> Regression | None:
+               jumps: set[int], keep: np.ndarray, b: int | None, threshold: float,
+               clear_z: float | None, linear: bool, exact: bool) -> Regression | None:
     """The regression present at the newest commit: the newest piece (a segment, or a drift
     that goes on at the newest commit: where it has got to) against ``b``, the last stable
     segment before it, when the rise is significant and worth an alert. Its culprits: the
