@@ -21,11 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from torchpulse.testing import bisect_trials as simulate
-from torchpulse.testing import culprit_repo as fixture
 from torchpulse.culprit.bisect import bisect
 from torchpulse.culprit.runs import AsvRuns
 from torchpulse.results.project import Project
+from torchpulse.testing import bisect_trials as simulate
+from torchpulse.testing import culprit_repo as fixture
 
 STEP_AT = 21
 COMMITS = 33

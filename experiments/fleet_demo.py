@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from torchpulse.fleet import driver, plan
-from torchpulse.testing import fleet_cluster as simulated
 from torchpulse.results.project import Project
+from torchpulse.testing import fleet_cluster as simulated
 
 
 def main() -> None:

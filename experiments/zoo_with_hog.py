@@ -4,7 +4,8 @@
 over part of it: prints each canary reading taken around the zoo's models and which models
 were measured again.
 
-    TORCHPULSE_PRESET=cpu .venv/bin/python experiments/zoo_with_hog.py [--hog-from 25] [--hog-for 12]
+    TORCHPULSE_PRESET=cpu .venv/bin/python experiments/zoo_with_hog.py \
+        [--hog-from 25] [--hog-for 12]
 """
 
 import argparse
