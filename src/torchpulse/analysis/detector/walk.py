@@ -237,7 +237,7 @@ def changes(levels: np.ndarray, least: float = math.inf) -> list[Move]:
     dev, s, share = _moves(d)
     n = len(d)
     if s == 0.0:  # all the same but a few moves: those few are the candidates
-        candidates, c, share = np.flatnonzero(dev), 0.0, 1.0
+        candidates, c = np.flatnonzero(dev), 0.0
     else:
         tail = (1.0 - (1.0 - ALPHA) ** (1.0 / n)) / (2.0 * share)
         c = min(s * float(stats.norm.isf(min(tail, 0.5))), least)
