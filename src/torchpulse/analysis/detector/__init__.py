@@ -41,6 +41,9 @@ The model (why it looks like this):
   gets as change points only the moves beyond what its own moves allow whose level holds,
   and a regression only through one of them (walk): its wander is neither a change point
   nor a drift.
+* Two or more change points and drifts in a row, all the same way, are one drift where a
+  cubic over their span fits as well and leaves only noise (curves): a rise along a curve
+  is one finding, as a straight one is.
 * Series with a zero among their values (failure rates) are analysed on a linear scale; all
   others on a log scale.
 * An unstable series is told from how many commits a threshold-size step would be
@@ -50,8 +53,8 @@ The model (why it looks like this):
 Its modules, by question: ``model`` (the value objects), ``noise`` (robust levels and noise),
 ``significance`` (tests, segmentation, p-values), ``drift`` (levels and lines), ``changes``
 (the analysis of a time or count series, as named steps), ``active`` (the regression at
-the newest commit), ``walk`` (series that wander like a random walk) and ``exact`` (exact
-counters).
+the newest commit), ``walk`` (series that wander like a random walk), ``curves`` (staircases along a
+curve) and ``exact`` (exact counters).
 Everything else reads it through this package: ``verdict`` is the entry point.
 """
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from torchpulse.analysis.defaults import DEFAULT_NOISE_FLOOR
-from torchpulse.analysis.detector import active, drift, walk
+from torchpulse.analysis.detector import active, curves, drift, walk
 from torchpulse.analysis.detector.active import to_units
 from torchpulse.analysis.detector.drift import Piece
 from torchpulse.analysis.detector.model import (
@@ -136,6 +136,9 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
         since = int(fit.keep[parts[baseline].start]) if baseline is not None else 0
         drifts = tuple(d for d in drifts if walk.beyond(scaled.levels, d.start, d.end))
         regression = _through_moves(regression, moves, drifts, since)
+    elif not scaled.exact:  # a staircase along a smooth curve is one drift (detector.curves)
+        changes, drifts, regression = curves.merge(fit.keep, fit.raw, changes, drifts,
+                                                   regression, to_units(scaled.linear))
     return SeriesVerdict(tuple(changes), (regression,) if regression else (),
                          tuple(int(i) for i in fit.spikes), noise, scaled.linear, drifts)
 

@@ -1,0 +1,121 @@
+"""Curved drifts: a staircase of same-way findings along a smooth curve read as one drift,
+real steps in a row kept (detector.curves)."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from torchpulse.analysis.detector import Point, analyse, curves
+from torchpulse.analysis.detector.model import ChangePoint, Drift, Regression
+from torchpulse.evaluation import moving
+from torchpulse.evaluation.shapes import ShapeTruth
+
+
+def _moving(kind, seed, n=100):
+    truth = ShapeTruth("b", "'0'", kind, "none", 0.0, -1)
+    return [Point(f"c{i}", v) for i, v in
+            enumerate(moving.draw(truth, n, np.random.default_rng(seed)))]
+
+
+def _points(log_levels):
+    return [Point(f"c{i}", 0.01 * math.exp(v)) for i, v in enumerate(log_levels)]
+
+
+def _without_curves(monkeypatch, series):
+    with monkeypatch.context() as patch:
+        patch.setattr(curves, "spans", lambda *args: [])
+        return [analyse(points) for points in series]
+
+
+@pytest.mark.parametrize("kind", ["exponential", "polynomial", "logistic"])
+def test_a_rise_along_a_curve_loses_its_staircase(monkeypatch, kind):
+    series = [_moving(kind, seed) for seed in range(30)]
+    merged = [analyse(points) for points in series]
+    plain = _without_curves(monkeypatch, series)
+    with_changes = sum(bool(v.change_points) for v in merged)
+    assert with_changes < sum(bool(v.change_points) for v in plain)
+    for m, p in zip(merged, plain, strict=True):
+        assert len(m.change_points) <= len(p.change_points)
+        # what went is covered by a drift up: the rise is still found, as one finding
+        gone = {c.index for c in p.change_points} - {c.index for c in m.change_points}
+        assert all(any(d.start <= i <= d.end and d.after > d.before for d in m.drifts)
+                   for i in gone)
+
+
+def test_real_steps_in_a_row_keep_their_change_points(monkeypatch):
+    """Three flat steps of 3 % in 1 % noise: a cubic cannot follow them."""
+    series = []
+    for seed in range(15):
+        rng = np.random.default_rng(seed)
+        x = rng.normal(0.0, 0.01, 100)
+        first, gap = int(rng.integers(15, 40)), int(rng.integers(8, 20))
+        for k in range(3):
+            x[first + k * gap:] += 0.03
+        series.append(_points(x))
+    assert [analyse(p) for p in series] == _without_curves(monkeypatch, series)
+
+
+def test_a_turn_keeps_the_change_point_at_its_corner(monkeypatch):
+    """A rise, a fall at its top, then a smooth decline and recovery: the fall has no
+    points before it inside the span (the rise ends there), so the curve never sees the
+    level it left, and it stays a change point, where without that rule the curve took it."""
+    t = np.arange(120)
+    y = np.where(t < 60, t / 600, 0.0)
+    s = (t[60:] - 60) / 60
+    y[60:] = 0.05 - 0.04 * s + 0.03 * s**2
+    y = y + np.random.default_rng(1).normal(0.0, 0.002, 120)
+    changes = [ChangePoint(60, 1.1, 1.05, 1e-6, 0.01), ChangePoint(75, 1.05, 1.03, 1e-3, 0.01)]
+    drifts = [Drift(0, 59, 1.0, 1.1, 1e-6)]
+    assert curves.spans(t, y, changes, drifts) == []
+    monkeypatch.setattr(curves, "HELD", 0)
+    assert [(a, b) for a, b, _ in curves.spans(t, y, changes, drifts)] == [(60, 119)]
+
+
+def test_spans_find_the_run_and_merge_points_the_regression_at_it():
+    t = np.arange(100)
+    rng = np.random.default_rng(3)
+    y = 0.1 * np.expm1(4.0 * t / 99) / np.expm1(4.0) + rng.normal(0.0, 0.002, 100)
+    changes = [ChangePoint(40, 1.0, 1.01, 1e-3, 0.003), ChangePoint(60, 1.01, 1.03, 1e-4, 0.003)]
+    drifts = [Drift(70, 99, 1.03, 1.1, 1e-8)]
+    found = curves.spans(t, y, changes, drifts)
+    assert [(first, last) for first, last, _ in found] == [(0, 99)]
+    regression = Regression(60, (40, 60), 1.0, 1.1, 1e-3, 0.003, drifts=((70, 99),))
+    kept, merged, pointed = curves.merge(t, y, changes, drifts, regression, math.exp)
+    assert kept == ()
+    assert len(merged) == 1 and (merged[0].start, merged[0].end) == (0, 99)
+    assert merged[0].pvalue == 1e-8  # the least of the run's
+    assert merged[0].after > merged[0].before
+    assert pointed.drifts == ((0, 99),)
+    # a run of one finding is no staircase
+    assert curves.spans(t, y, changes[:1], []) == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=60),
+       st.lists(st.tuples(st.integers(0, 59), st.booleans(), st.integers(0, 10)),
+                max_size=6))
+def test_any_findings_give_disjoint_spans_inside_the_series(values, marks):
+    y = np.array(values)
+    positions = np.arange(len(y))
+    changes, drifts, used = [], [], set()
+    for at, up, length in sorted(marks):
+        end = min(at + length, len(y) - 1)
+        if at >= len(y) or used & set(range(at, end + 1)):
+            continue
+        used |= set(range(at, end + 1))
+        before, after = (1.0, 2.0) if up else (2.0, 1.0)
+        if length == 0:
+            changes.append(ChangePoint(at, before, after, 0.001, 0.1))
+        else:
+            drifts.append(Drift(at, end, before, after, 0.001))
+    found = curves.spans(positions, y, changes, drifts)
+    last = -1
+    for first, end, run in found:
+        assert last < first <= end < len(y)
+        assert len(run) >= 2 and len({f.up for f in run}) == 1
+        last = end
+    kept, merged, _ = curves.merge(positions, y, changes, drifts, None, math.exp)
+    assert len(kept) + len(merged) <= len(changes) + len(drifts)
