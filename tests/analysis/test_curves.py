@@ -82,13 +82,19 @@ def test_spans_find_the_run_and_merge_points_the_regression_at_it():
     drifts = [Drift(70, 99, 1.03, 1.1, 1e-8)]
     found = curves.spans(t, y, changes, drifts)
     assert [(first, last) for first, last, _ in found] == [(0, 99)]
-    regression = Regression(60, (40, 60), 1.0, 1.1, 1e-3, 0.003, drifts=((70, 99),))
+    regression = Regression(40, (40, 60, 70), 1.0, 1.1, 1e-3, 0.003, drifts=((70, 99),))
     kept, merged, pointed = curves.merge(t, y, changes, drifts, regression, math.exp)
     assert kept == ()
     assert len(merged) == 1 and (merged[0].start, merged[0].end) == (0, 99)
     assert merged[0].pvalue == 1e-8  # the least of the run's
     assert merged[0].after > merged[0].before
-    assert pointed.drifts == ((0, 99),)
+    # the level rose along the curve: its culprits and drifts are the curve's drift
+    assert (pointed.index, pointed.culprits, pointed.drifts) == (0, (0,), ((0, 99),))
+    # a culprit of the regression's own, not in the run (a step at the newest commits),
+    # stays
+    fresh = Regression(40, (40, 98), 1.0, 1.2, 1e-3, 0.003)
+    _, _, pointed = curves.merge(t, y, changes, drifts, fresh, math.exp)
+    assert (pointed.culprits, pointed.drifts) == ((0, 98), ((0, 99),))
     # a run of one finding is no staircase
     assert curves.spans(t, y, changes[:1], []) == []
 

@@ -141,7 +141,7 @@ def merge(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoi
           ) -> tuple[tuple[ChangePoint, ...], tuple[Drift, ...], Regression | None]:
     """The findings with each run a curve explains replaced by one drift over its span
     (its ends the curve's values, ``back`` to the series' units; its p-value the least of
-    the run's), and the regression's drifts pointed at it."""
+    the run's), and the regression's culprits and drifts in a run pointed at that drift."""
     found = spans(positions, levels, changes, drifts)
     if not found:
         return tuple(changes), tuple(drifts), regression
@@ -157,12 +157,26 @@ def merge(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoi
     kept = tuple(c for c in changes if c.index not in gone_changes)
     curves = tuple(sorted([*(d for d in drifts if (d.start, d.end) not in gone_drifts),
                            *merged], key=lambda d: d.start))
-    if regression is not None and regression.drifts:
-        pointed = []
-        for start, end in regression.drifts:
-            span = next(((d.start, d.end) for d in merged if d.start <= start and end <= d.end),
-                        (start, end))
-            if span not in pointed:
-                pointed.append(span)
-        regression = replace(regression, drifts=tuple(pointed))
-    return kept, curves, regression
+    return kept, curves, _pointed(regression, found, merged)
+
+
+def _pointed(regression: Regression | None,
+             found: Sequence[tuple[int, int, tuple[_Finding, ...]]],
+             merged: Sequence[Drift]) -> Regression | None:
+    """The regression with each culprit and drift of a merged run replaced by the run's
+    drift: the level rose along it, not at one of its commits. Culprits of its own (a
+    step at the newest commits, not yet a change point) stay as they are."""
+    if regression is None:
+        return None
+    culprits, drifts = list(regression.culprits), list(regression.drifts)
+    for (first, last, run), curve in zip(found, merged, strict=True):
+        starts = {f.start for f in run}
+        ends = {(f.start, f.end) for f in run if not f.change}
+        if curve.after <= curve.before or not (starts & set(culprits)
+                                               or ends & set(drifts)):
+            continue
+        culprits = [c for c in culprits if c not in starts] + [first]
+        drifts = [d for d in drifts if d not in ends] + [(first, last)]
+    culprits, drifts = sorted(set(culprits)), sorted(set(drifts))
+    return replace(regression, index=culprits[0], culprits=tuple(culprits),
+                   drifts=tuple(drifts))
