@@ -53,8 +53,8 @@ The model (why it looks like this):
 Its modules, by question: ``model`` (the value objects), ``noise`` (robust levels and noise),
 ``significance`` (tests, segmentation, p-values), ``drift`` (levels and lines), ``changes``
 (the analysis of a time or count series, as named steps), ``active`` (the regression at
-the newest commit), ``walk`` (series that wander like a random walk), ``curves`` (staircases along a
-curve) and ``exact`` (exact counters).
+the newest commit), ``walk`` (series that wander like a random walk), ``curves``
+(staircases along a curve) and ``exact`` (exact counters).
 Everything else reads it through this package: ``verdict`` is the entry point.
 """
 
