@@ -132,6 +132,33 @@ def test_many_series_are_computed_across_processes_with_the_same_verdicts(monkey
     assert pids == []  # computed in the workers, not here
 
 
+def test_workers_take_sigterm_plainly_and_end_on_their_own(monkeypatch):
+    """Under the commands' SIGTERM-as-Ctrl-C handler (as `dashboard` and `alert` run), the
+    workers get SIGTERM's default back: a worker that inherited the handler read the pool's
+    SIGTERM as a KeyboardInterrupt it could swallow, and a fresh-clone `make test` hung in
+    the pool's join. Done, the workers end on their own."""
+    import multiprocessing
+    import signal
+
+    from torchpulse import signals
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: nothing to spread")
+    series = _series(n=40, seed=5)
+    monkeypatch.setattr(verdicts, "PARALLEL_FROM", 4)
+
+    def where(s):
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL
+        return analyse(s.points)
+
+    with signals.as_interrupts():
+        got = verdicts.compute(series, where, SETTINGS)
+        assert signal.getsignal(signal.SIGTERM) == signals._interrupt  # the parent's kept
+    assert got == [analyse(s.points) for s in series]
+    assert multiprocessing.active_children() == []
+
+
 def test_a_cache_that_cannot_be_written_computes_everything(tmp_path):
     blocked = tmp_path / "a-file"
     blocked.write_text("")

@@ -19,10 +19,12 @@ import io
 import multiprocessing
 import os
 import pickle
+import signal
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from torchpulse import signals
 from torchpulse.analysis.columns import PointColumns
 from torchpulse.analysis.detector import SeriesVerdict
 from torchpulse.analysis.series import Series
@@ -137,6 +139,30 @@ def _work(index: int) -> SeriesVerdict:
     return analyse(series[index])
 
 
+def _plain_signals() -> None:
+    """In a worker: SIGTERM and SIGHUP back to their default, ending it. The commands read
+    them as Ctrl-C (torchpulse.signals), and a worker that inherited that read the pool's
+    SIGTERM as a KeyboardInterrupt it could swallow (raised inside a finaliser or a
+    destructor), then waited for work forever while the pool waited for it to end."""
+    for signum in signals.STOPPING:
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _across(workers: int, todo: list[int]) -> list[SeriesVerdict]:
+    """``_work`` of every index in forked workers. Done, the workers are told to stop and
+    end on their own (close, join), not killed; interrupted, they are terminated."""
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_plain_signals)
+    try:
+        got = pool.map(_work, todo, chunksize=16)
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+    return got
+
+
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -160,9 +186,7 @@ def compute(series: Sequence[Series], analyse: Callable[[Series], SeriesVerdict]
     if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
         _JOB = (series, analyse)
         try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                for i, v in zip(todo, pool.map(_work, todo, chunksize=16), strict=True):
-                    verdicts[i] = v
+            verdicts = dict(zip(todo, _across(workers, todo), strict=True))
         finally:
             _JOB = None
     else:
