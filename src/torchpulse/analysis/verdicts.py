@@ -141,9 +141,9 @@ def _work(index: int) -> SeriesVerdict:
 
 def _plain_signals() -> None:
     """In a worker: SIGTERM and SIGHUP back to their default, ending it. The commands read
-    them as Ctrl-C (torchpulse.signals), and a worker that inherited that read the pool's
-    SIGTERM as a KeyboardInterrupt it could swallow (raised inside a finaliser or a
-    destructor), then waited for work forever while the pool waited for it to end."""
+    them as Ctrl-C (torchpulse.signals), and with that handler inherited a worker was found
+    still waiting for work after the pool's terminate() had sent it SIGTERM, the pool
+    waiting in its join for it to end (a hung fresh-clone `make test`)."""
     for signum in signals.STOPPING:
         signal.signal(signum, signal.SIG_DFL)
 
