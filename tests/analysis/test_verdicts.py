@@ -134,9 +134,9 @@ def test_many_series_are_computed_across_processes_with_the_same_verdicts(monkey
 
 def test_workers_take_sigterm_plainly_and_end_on_their_own(monkeypatch):
     """Under the commands' SIGTERM-as-Ctrl-C handler (as `dashboard` and `alert` run), the
-    workers get SIGTERM's default back: a worker that inherited the handler read the pool's
-    SIGTERM as a KeyboardInterrupt it could swallow, and a fresh-clone `make test` hung in
-    the pool's join. Done, the workers end on their own."""
+    workers get SIGTERM's default back: with the handler inherited, a worker was found still
+    waiting for work after the pool's SIGTERM, and a fresh-clone `make test` hung in the
+    pool's join. Done, the workers end on their own."""
     import multiprocessing
     import signal
 
