@@ -58,11 +58,15 @@ def _runs(found: list[_Finding]) -> list[tuple[int, int]]:
     return runs
 
 
-def _bic(y: np.ndarray, design: np.ndarray) -> float:
+def _fitted(design: np.ndarray, y: np.ndarray) -> np.ndarray:
     beta, *_ = np.linalg.lstsq(design, y, rcond=None)
-    rss = float(np.sum((y - design @ beta) ** 2))
+    return design @ beta
+
+
+def _bic(y: np.ndarray, fitted: np.ndarray, params: int) -> float:
+    rss = float(np.sum((y - fitted) ** 2))
     n = len(y)
-    return n * math.log(max(rss, 1e-300) / n) + design.shape[1] * math.log(n)
+    return n * math.log(max(rss, 1e-300) / n) + params * math.log(n)
 
 
 def _steps(x: np.ndarray, run: Sequence[_Finding]) -> np.ndarray:
@@ -86,8 +90,7 @@ def _curve(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The cubic's design on ``x`` and its fitted values."""
     t = (x - x[0]) / max(x[-1] - x[0], 1) * 2.0 - 1.0
     design = np.vander(t, DEGREE + 1)
-    beta, *_ = np.linalg.lstsq(design, y, rcond=None)
-    return design, design @ beta
+    return design, _fitted(design, y)
 
 
 def _noise_only(x: np.ndarray, residuals: np.ndarray, run: Sequence[_Finding]) -> bool:
@@ -130,7 +133,9 @@ def spans(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoi
             continue
         x, y = positions[inside].astype(float), levels[inside]
         design, fitted = _curve(x, y)
-        if _bic(y, design) <= _bic(y, _steps(x, run)) and _noise_only(x, y - fitted, run):
+        steps = _steps(x, run)
+        if _bic(y, fitted, design.shape[1]) <= _bic(y, _fitted(steps, y), steps.shape[1]) \
+                and _noise_only(x, y - fitted, run):
             out.append((int(x[0]), int(x[-1]), tuple(run)))
     return out
 
