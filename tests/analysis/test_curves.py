@@ -7,17 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from moving_points import moving_points
 
 from torchpulse.analysis.detector import Point, analyse, curves
 from torchpulse.analysis.detector.model import ChangePoint, Drift, Regression
-from torchpulse.evaluation import moving
-from torchpulse.evaluation.shapes import ShapeTruth
-
-
-def _moving(kind, seed, n=100):
-    truth = ShapeTruth("b", "'0'", kind, "none", 0.0, -1)
-    return [Point(f"c{i}", v) for i, v in
-            enumerate(moving.draw(truth, n, np.random.default_rng(seed)))]
 
 
 def _points(log_levels):
@@ -32,7 +25,7 @@ def _without_curves(monkeypatch, series):
 
 @pytest.mark.parametrize("kind", ["exponential", "polynomial", "logistic"])
 def test_a_rise_along_a_curve_loses_its_staircase(monkeypatch, kind):
-    series = [_moving(kind, seed) for seed in range(30)]
+    series = [moving_points(kind, seed) for seed in range(30)]
     merged = [analyse(points) for points in series]
     plain = _without_curves(monkeypatch, series)
     with_changes = sum(bool(v.change_points) for v in merged)

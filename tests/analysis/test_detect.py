@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from moving_points import moving_points
 
 from torchpulse.analysis.detector import MAD_TO_SD, Point, analyse, benjamini_hochberg, significance
 from torchpulse.analysis.detector.noise import find_spikes, heavy_tailed, resolution, spread
@@ -521,21 +522,11 @@ def test_the_running_median_winsorises_as_one_median_a_commit():
             assert winsorise_running(x, cut, news).tolist() == reference(x, cut, news).tolist()
 
 
-def _moving(kind, seed, n=100, step_at=None):
-    from torchpulse.evaluation import moving
-    from torchpulse.evaluation.shapes import ShapeTruth
-
-    truth = ShapeTruth("b", "'0'", kind, "step" if step_at else "none",
-                       5 * moving.SIGMA if step_at else 0.0, step_at or -1)
-    values = moving.draw(truth, n, np.random.default_rng(seed))
-    return [Point(f"c{i}", v) for i, v in enumerate(values)]
-
-
 def test_wander_tells_wandering_noise_from_white_noise_and_from_a_step():
     from torchpulse.analysis.detector.noise import wander
 
     def mean_wander(kind, **kw):
-        return np.mean([wander(np.log([p.value for p in _moving(kind, s, 400, **kw)]))
+        return np.mean([wander(np.log([p.value for p in moving_points(kind, s, 400, **kw)]))
                         for s in range(8)])
 
     assert abs(mean_wander("outliers")) < 0.15  # white noise, outliers and all
@@ -555,14 +546,14 @@ def test_autocorrelated_noise_widens_the_noise_instead_of_drawing_change_points(
     as without the widening."""
     from torchpulse.analysis.detector import changes
 
-    verdicts = [analyse(_moving("ar1-0.6", seed)) for seed in range(20)]
+    verdicts = [analyse(moving_points("ar1-0.6", seed)) for seed in range(20)]
     assert np.mean([len(v.change_points) for v in verdicts]) <= 0.3
-    plain = [analyse(_moving("outliers", seed)) for seed in range(5)]
+    plain = [analyse(moving_points("outliers", seed)) for seed in range(5)]
     assert np.mean([v.noise.cv for v in verdicts]) > np.mean([v.noise.cv for v in plain])
     series = [make(step(80, 50, 0.05), seed=seed) for seed in range(10)]
     widened = [analyse(points) for points in series]
     monkeypatch.setattr(changes, "WANDER_MIN", math.inf)  # no widening at all
     assert [analyse(points) for points in series] == widened
     assert all(any(abs(c.index - 50) <= 1 for c in v.change_points) for v in widened)
-    before = [analyse(_moving("ar1-0.6", seed)) for seed in range(20)]
+    before = [analyse(moving_points("ar1-0.6", seed)) for seed in range(20)]
     assert np.mean([len(v.change_points) for v in before]) >= 1.0

@@ -7,17 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from moving_points import moving_points
 
 from torchpulse.analysis.detector import Point, analyse, walk
-from torchpulse.evaluation import moving, shapes
+from torchpulse.evaluation import shapes
 from torchpulse.evaluation.shapes import ShapeTruth
-
-
-def _moving(kind, seed, step_at=None, sigmas=5.0, n=100):
-    truth = ShapeTruth("b", "'0'", kind, "step" if step_at else "none",
-                       sigmas * moving.SIGMA if step_at else 0.0, step_at or -1)
-    values = moving.draw(truth, n, np.random.default_rng(seed))
-    return [Point(f"c{i}", v) for i, v in enumerate(values)]
 
 
 def _levels(points):
@@ -53,7 +47,7 @@ def _coarse(seed, step_at=None):
 
 def test_walks_and_quotes_wander_and_white_noise_seasons_and_counters_do_not():
     def share(kind, **kw):
-        return np.mean([walk.wanders(_levels(_moving(kind, s, **kw))) for s in range(20)])
+        return np.mean([walk.wanders(_levels(moving_points(kind, s, **kw))) for s in range(20)])
 
     assert share("walk") >= 0.5
     assert share("walk", step_at=50) >= 0.5
@@ -88,7 +82,7 @@ def test_the_walks_share_is_zero_for_white_noise_and_one_for_a_walk():
 
 def test_a_step_of_five_deviations_in_a_walk_is_the_move_listed():
     for seed in range(10):
-        x = _levels(_moving("walk", seed, step_at=60))
+        x = _levels(moving_points("walk", seed, step_at=60))
         moves = walk.changes(x)
         assert [m.index for m in moves] == [60], seed
         (m,) = moves
@@ -98,7 +92,7 @@ def test_a_step_of_five_deviations_in_a_walk_is_the_move_listed():
 
 
 def test_a_walk_or_a_quote_that_only_wanders_rarely_gets_a_change():
-    listed = [bool(walk.changes(_levels(_moving(kind, s))))
+    listed = [bool(walk.changes(_levels(moving_points(kind, s))))
               for kind in ("walk", "quote") for s in range(40)]
     assert np.mean(listed) <= 0.2
 
@@ -126,7 +120,7 @@ def test_an_exact_series_lists_its_few_moves_that_hold():
 def test_a_wandering_series_gets_the_moves_as_change_points_and_no_drift(monkeypatch):
     from torchpulse.analysis.detector import changes
 
-    nulls = [_moving("walk", s) for s in range(12)] + [_moving("quote", s) for s in range(12)]
+    nulls = [moving_points(kind, s) for kind in ("walk", "quote") for s in range(12)]
     routed = [p for p in nulls if _read_as_walk(p)]
     assert len(routed) >= 15
     verdicts = [analyse(p) for p in routed]
@@ -141,7 +135,7 @@ def test_a_wandering_series_gets_the_moves_as_change_points_and_no_drift(monkeyp
 
 
 def test_a_step_up_in_a_walk_is_the_regression_and_its_wander_is_not(monkeypatch):
-    stepped = [_moving("walk", s, step_at=80) for s in range(12)]
+    stepped = [moving_points("walk", s, step_at=80) for s in range(12)]
     verdicts = [analyse(p) for p in stepped if _read_as_walk(p)]
     assert len(verdicts) >= 6
     for v in verdicts:
@@ -154,7 +148,7 @@ def test_a_step_up_in_a_walk_is_the_regression_and_its_wander_is_not(monkeypatch
     # null quotes: the segmentation's alerts on their wander are dropped
     from torchpulse.analysis.detector import changes
 
-    nulls = [_moving("quote", s) for s in range(40)]
+    nulls = [moving_points("quote", s) for s in range(40)]
     alerted = sum(bool(analyse(p).active) for p in nulls)
     monkeypatch.setattr(changes.walk, "wanders", lambda levels: False)
     assert sum(bool(analyse(p).active) for p in nulls) >= alerted + 2
@@ -165,7 +159,7 @@ def test_series_that_do_not_wander_are_judged_as_before(monkeypatch):
 
     series = [[Point(f"c{i}", math.exp(v)) for i, v in enumerate(_white_step(s))]
               for s in range(10)]
-    series += [_moving(kind, s, step_at=50) for kind in ("ar1-0.3", "seasonal", "logistic")
+    series += [moving_points(kind, s, step_at=50) for kind in ("ar1-0.3", "seasonal", "logistic")
                for s in range(3)]
     verdicts = [analyse(p) for p in series]
     monkeypatch.setattr(changes.walk, "wanders", lambda levels: False)
