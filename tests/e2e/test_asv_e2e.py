@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from asvproject import torch_env_fast
 
 ROOT = Path(__file__).resolve().parents[2]
 ASV = [sys.executable, "-m", "asv"]
@@ -49,7 +50,7 @@ def asv_results(tmp_path_factory):
     # the local torch 2.13.0 CPU wheel)
     if (Path.home() / ".config" / "pip").is_dir():
         shutil.copytree(Path.home() / ".config" / "pip", home / ".config" / "pip")
-    env = dict(os.environ, HOME=str(home), TORCHPULSE_PRESET="smoke",
+    env = dict(os.environ, **torch_env_fast(), HOME=str(home), TORCHPULSE_PRESET="smoke",
                GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
                GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
 

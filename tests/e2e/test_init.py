@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from asvproject import one_commit_repo, package_repo
+from asvproject import one_commit_repo, package_repo, torch_env_fast
 
 from torchpulse.results import scaffold
 from torchpulse.results.project import Project
@@ -57,7 +57,7 @@ def _model_repo(root: Path) -> list[str]:
 @pytest.mark.slow
 def test_init_then_asv_then_alert_names_the_slow_commit(tmp_path):
     shas = _model_repo(tmp_path / "tinymodel")
-    env = {**os.environ, "HOME": str(tmp_path), "TORCHPULSE_PRESET": "cpu"}
+    env = {**os.environ, **torch_env_fast(), "HOME": str(tmp_path), "TORCHPULSE_PRESET": "cpu"}
     cli = [sys.executable, "-m", "torchpulse.cli"]
     proc = subprocess.run([*cli, "init", str(tmp_path / "proj"), "--repo",
                            str(tmp_path / "tinymodel")], env=env, capture_output=True,
