@@ -67,6 +67,12 @@ def main() -> int:
     out = measure(names, tables, args.device, args.preset,
                   log=lambda line: print(line, file=sys.stderr, flush=True), each=each)
     out["phases"]["imports"] = imported
+    import torch
+
+    if torch.cuda.is_available():  # every workload stays built for the later passes
+        out["memory"] = {"peak reserved": torch.cuda.max_memory_reserved(),
+                         "peak allocated": torch.cuda.max_memory_allocated()}
+        print(f"GPU memory: {out['memory']}", file=sys.stderr)
     out["process_s"] = time.perf_counter() - start
     out["label"] = args.label
     out["settings"] = changed

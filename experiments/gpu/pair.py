@@ -24,6 +24,9 @@ from pathlib import Path
 
 COUNTERS = ("kernels", "syncs", "copies", "gpu_memory")
 TIMED = ("kernel_time", "wall")
+# since the wall-time bursts (suite API 9): what one burst (the first, as before) and the
+# median of every burst would have said, beside the fastest burst's ``wall``
+BURSTS = ("wall, first burst", "wall, every burst")
 
 
 def rows(path: Path, label: str) -> dict[str, dict]:
@@ -31,7 +34,11 @@ def rows(path: Path, label: str) -> dict[str, dict]:
     for line in path.read_text().splitlines():
         if line.strip():
             row = json.loads(line)
-            if row.get("label") == label:
+            if row.get("label") == label:  # the last line: the final figures
+                bursts = row.get("figures", {}).get("wall_bursts")
+                if bursts:
+                    row["figures"][BURSTS[0]] = bursts[0]
+                    row["figures"][BURSTS[1]] = [statistics.median(b) for b in bursts]
                 out[row["workload"]] = row
     return out
 
@@ -90,9 +97,10 @@ def main() -> int:
                  if a[n]["figures"][key] != b[n]["figures"][key]]
         print(f"{key}: {len(held) - len(moved)} of {len(held)} the same"
               + (f"; differ: {moved[:8]}" if moved else ""))
-    for key in TIMED:
+    for key in TIMED + BURSTS:
         diffs = sorted(((abs(difference(a[n]["figures"][key], b[n]["figures"][key])), n)
-                        for n in both), reverse=True)
+                        for n in both if key in a[n]["figures"] and key in b[n]["figures"]),
+                       reverse=True)
         if not diffs:
             continue
         sizes = [d for d, _ in diffs]
