@@ -73,14 +73,9 @@ class Workloads:
         return self.row
 
     def track_wall_time(self, measured, workload):
-        row = self._row()
-        if "wall_bursts" not in row:  # suite API 6-8: one burst, which the series do not mix
-            raise SkipNotImplemented("this commit's torchpulse times wall time in one burst")
-        return _samples(row["wall"])  # the fastest burst's samples (torchpulse.gpu.measure)
+        return _samples(self._row()["wall"])
 
     track_wall_time.unit = "seconds"
-    # the fastest of several bursts since suite API 9: series of their own
-    track_wall_time.version = version + "-fastest-burst"
 
     def track_kernel_time(self, measured, workload):
         return _samples(self._row()["kernel_time"])

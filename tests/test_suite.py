@@ -96,8 +96,8 @@ def test_bench_gpu_skips_cpu_runs_and_hands_asv_samples(monkeypatch):
         cls().setup(skipped, "rnns/cudnn/forward")
     with pytest.raises(NotImplementedError, match="has no GPU suite"):
         cls().setup(None, "rnns/cudnn/forward")
-    row = {"wall": [0.002, 0.003], "wall_bursts": [[0.004, 0.005], [0.002, 0.003]],
-           "kernel_time": [0.001, 0.001], "kernels": 12, "syncs": 1, "gpu_memory": 4096}
+    row = {"wall": [0.002, 0.003], "kernel_time": [0.001, 0.001], "kernels": 12, "syncs": 1,
+           "gpu_memory": 4096}
     measured = {"unavailable": "", "workloads": {"rnns/cudnn/forward": row},
                 "failed": {"rnns/py/forward": "RuntimeError: CUDA out of memory"},
                 "skipped": {"autograd/detr/vjp": "no sizes for detr at the cuda preset"}}
@@ -123,15 +123,6 @@ def test_bench_gpu_skips_cpu_runs_and_hands_asv_samples(monkeypatch):
 
     with pytest.raises(SkipNotImplemented, match="CUDA runs only"):
         dry.track_gpu_memory(measured, "rnns/cudnn/forward")
-    # an older package's one burst is not filed in the fastest-burst series
-    older = cls()
-    one_burst = {k: v for k, v in row.items() if k != "wall_bursts"}
-    older.setup({**measured, "workloads": {"rnns/cudnn/forward": one_burst}},
-                "rnns/cudnn/forward")
-    with pytest.raises(SkipNotImplemented, match="one burst"):
-        older.track_wall_time(measured, "rnns/cudnn/forward")
-    assert older.track_kernels(measured, "rnns/cudnn/forward") == 12
-    assert cls.track_wall_time.version == cls.version + "-fastest-burst"
 
 
 def test_the_per_process_suites_leave_cuda_runs_to_bench_gpu(bench, smoke, monkeypatch):

@@ -69,7 +69,7 @@ def main() -> int:
     out["phases"]["imports"] = imported
     import torch
 
-    if torch.cuda.is_available():  # every workload stays built for the later passes
+    if torch.cuda.is_available():  # what the process held at its peak
         out["memory"] = {"peak reserved": torch.cuda.max_memory_reserved(),
                          "peak allocated": torch.cuda.max_memory_allocated()}
         print(f"GPU memory: {out['memory']}", file=sys.stderr)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 COUNTERS = ("kernels", "syncs", "copies", "gpu_memory")
 TIMED = ("kernel_time", "wall")
-# since the wall-time bursts (suite API 9): what one burst (the first, as before) and the
-# median of every burst would have said, beside the fastest burst's ``wall``
+# rows of the wall-time bursts trial (3b487ff, run 15 in docs/gpu.md), which carry
+# ``wall_bursts``: what their first burst alone and the median of every burst say
 BURSTS = ("wall, first burst", "wall, every burst")
 
 

@@ -32,9 +32,7 @@ from torchpulse.timing import RegionClock
 #    calls: counts of another method, which the suites do not mix with API 4-6's.
 # 8: the instruction family's ResNets are built at a counting width (Preset.image_width, the
 #    autograd ResNet-18's ``width``): an older package would fail or count them at full width.
-# 9: measure_gpu() keeps the fastest of several wall-time bursts spread over the process
-#    (each workload's ``wall_bursts``): wall times of another method, in series of their own.
-API_VERSION = 9
+API_VERSION = 8
 
 
 @functools.cache
