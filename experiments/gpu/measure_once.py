@@ -69,9 +69,11 @@ def main() -> int:
     out["phases"]["imports"] = imported
     import torch
 
-    if torch.cuda.is_available():  # what the process held at its peak
-        out["memory"] = {"peak reserved": torch.cuda.max_memory_reserved(),
-                         "peak allocated": torch.cuda.max_memory_allocated()}
+    if torch.cuda.is_available():
+        # what the caching allocator holds at the end (the memory figure resets the peaks
+        # before each workload's call, so the peaks here would be the last workload's)
+        out["memory"] = {"reserved at the end": torch.cuda.memory_reserved(),
+                         "allocated at the end": torch.cuda.memory_allocated()}
         print(f"GPU memory: {out['memory']}", file=sys.stderr)
     out["process_s"] = time.perf_counter() - start
     out["label"] = args.label
