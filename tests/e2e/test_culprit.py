@@ -131,9 +131,18 @@ def test_a_kept_scratch_is_named_with_asvs_log(repo, monkeypatch, capsys, tmp_pa
     root, _ = repo
     monkeypatch.chdir(root)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    # asv describes the machine in the scratch folder, not in the user's ~/.asv-machine.json
+    # (which another asv command may be rewriting meanwhile); pip's cache stays where it is
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    monkeypatch.setenv("HOME", str(home))
     assert main(["bisect", "HEAD~1", "HEAD", "--bench", "bench_work.time_none",
                  "--keep-scratch"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-2].startswith("torchpulse bisect: scratch results and log kept in")
     log = err[-1].split("asv's log: ")[1].rstrip(")")
     assert "matched no benchmark" in err[-1] and Path(log).is_file()
+    assert not (home / ".asv-machine.json").exists()
+    described = list(Path(log).parent.glob("asv-*/asv-machine.json"))
+    assert len(described) == 1 and "version" in json.loads(described[0].read_text())

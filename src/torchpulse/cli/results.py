@@ -186,8 +186,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="the repository to track: a local clone, or a URL asv clones")
     p.add_argument("--branch", metavar="NAME", help="its branch (default: the clone's "
                    "checked-out branch; required for a URL)")
-    p.add_argument("--name", metavar="NAME", help="its distribution name, for asv's "
-                   "uninstall step (default: the repository's folder name)")
+    p.add_argument("--name", metavar="NAME", help="its distribution name, asv's project "
+                   "name (default: the repository's folder name)")
     p.add_argument("--torch", metavar="VERSION", help="the torch version asv installs "
                    "(default: this environment's, without its local tag)")
     p.add_argument("--with-suites", action="store_true", help="also copy torchpulse's own "

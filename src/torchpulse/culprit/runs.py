@@ -5,7 +5,8 @@
 so asv builds and installs the commit as it does for the dashboard (its wheel is built once
 and cached), discovers the suite and runs it with its own runner. The results go to a
 scratch results tree, never to the project's: a run is read back and its file moved aside,
-so that the next run of the same commit starts clean. Benchmarks are selected by asv's own
+so that the next run of the same commit starts clean. asv's machine file is the scratch
+folder's too, not the user's ~/.asv-machine.json (results.scratch_asv). Benchmarks are selected by asv's own
 ``--bench`` matching, which for a parameterised benchmark matches ``name(p1, p2)`` and so
 runs only the parameter combinations still undecided.
 """
@@ -102,6 +103,8 @@ class AsvRuns:
         self.results_dir = workdir / "results"
         self.kept = workdir / "runs"
         self.config = workdir / "asv.conf.json"
+        # asv's machine file, in the scratch folder: not the user's (results.scratch_asv)
+        self.machine_file = workdir / "asv-machine.json"
         self.count = 0
         self._resolved: dict[str, str] = {}
 
@@ -119,22 +122,24 @@ class AsvRuns:
         scratch = Path(tempfile.mkdtemp(dir=self.workdir, prefix="asv-"))
         self.results_dir, self.kept = scratch / "results", scratch / "runs"
         self.config = scratch / "asv.conf.json"
+        self.machine_file = scratch / "asv-machine.json"
         self.kept.mkdir()
         settings = self.project.elsewhere(self.results_dir, scratch / "html")
         self.config.write_text(json.dumps(settings, indent=1))
         self._asv(["machine", "--yes"], "describing this machine")
 
     def _asv(self, args: list[str], what: str) -> subprocess.CompletedProcess[str]:
-        from torchpulse.results.record import asv_environment
+        from torchpulse.results import scratch_asv
 
         named = ["--machine", self.machine] if self.machine else []
-        command = [self.python, "-m", "asv", args[0], "--config", str(self.config), *named,
-                   *args[1:]]
-        proc = subprocess.run(command, cwd=self.project.root, env=asv_environment(),
+        command = scratch_asv.command(self.python, args[0], "--config", str(self.config),
+                                      *named, *args[1:])
+        proc = subprocess.run(command, cwd=self.project.root,
+                              env=scratch_asv.environment(self.machine_file),
                               capture_output=True, text=True, check=False)
         log = self.workdir / "asv.log"
         with log.open("a") as out:
-            out.write(f"$ {' '.join(command)}\n{proc.stdout}{proc.stderr}\n")
+            out.write(f"$ asv {' '.join(command[3:])}\n{proc.stdout}{proc.stderr}\n")
         if proc.returncode not in (0, 2):  # 2: a benchmark failed, which the values show
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             hint = ("; --bench matched no benchmark (a parameterised one is named with its "

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
 from torchpulse.fleet.plan import Shard
+from torchpulse.results import scratch_asv
 from torchpulse.results.project import Project
-from torchpulse.results.record import asv_environment
 from torchpulse.results.store import check_name
 
 SLOT = "torchpulse"  # one per node: at most one measurement runs on a node at a time
@@ -52,25 +52,6 @@ def final_round_commit(line: str) -> str | None:
     return found[0] if found is not None and found[1] else None
 
 
-# asv started through this:
-# - on Linux it is killed when the node's worker dies (PR_SET_PDEATHSIG), so a lost node
-#   leaves no asv running behind it. Set in the child itself: a preexec_fn is unsafe in
-#   Ray's multithreaded worker;
-# - asv's machine file is the node's own ($TORCHPULSE_ASV_MACHINE_FILE). asv keeps every
-#   machine in ~/.asv-machine.json and rewrites it whole, in place: one node's `asv run`
-#   read it half written while another node's `asv machine` rewrote it ("No information
-#   stored about machine"), under load. asv reads the path from one static method
-#   (MachineCollection.get_machine_file_path).
-_LAUNCH = ("import ctypes, os, signal, sys\n"
-           "try:\n    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
-           "except (OSError, AttributeError):\n    pass\n"
-           "import asv.machine\n"
-           "own = os.environ['TORCHPULSE_ASV_MACHINE_FILE']\n"
-           "asv.machine.MachineCollection.get_machine_file_path = staticmethod(lambda: own)\n"
-           "from asv.main import main\n"
-           "sys.argv = ['asv', *sys.argv[1:]]\n"
-           "sys.exit(main())")
-MACHINE_FILE_ENV = "TORCHPULSE_ASV_MACHINE_FILE"
 
 
 class NodeError(TorchpulseError, RuntimeError):
@@ -113,16 +94,17 @@ class Node:
         self.log = self.scratch / "asv.log"
 
     def _environment(self) -> dict[str, str]:
-        """asv's environment on this node: its own machine file, in the scratch folder."""
-        return {**asv_environment(), MACHINE_FILE_ENV: str(self.scratch / "asv-machine.json")}
+        """asv's environment on this node: its own machine file, in the scratch folder
+        (results.scratch_asv)."""
+        return scratch_asv.environment(self.scratch / "asv-machine.json")
 
     def _asv(self, *args: str) -> subprocess.CompletedProcess[str]:
-        command = [self.python, "-c", _LAUNCH, args[0], "--config", str(self.config),
-                   "--machine", self.machine, *args[1:]]
+        command = scratch_asv.command(self.python, args[0], "--config", str(self.config),
+                                      "--machine", self.machine, *args[1:])
         proc = subprocess.run(command, cwd=self.project.root, env=self._environment(),
                               capture_output=True, text=True, check=False)
         with self.log.open("a") as out:
-            out.write(f"$ {' '.join(command)}\n{proc.stdout}{proc.stderr}\n")
+            out.write(f"$ asv {' '.join(command[3:])}\n{proc.stdout}{proc.stderr}\n")
         return proc
 
     def prepare(self) -> None:
@@ -155,15 +137,16 @@ class Node:
         the last one's when it exits. Commits asv stored nothing for come with {}."""
         hashfile = self.scratch / "commits.txt"
         hashfile.write_text("".join(f"{c}\n" for c in commits))
-        command = [self.python, "-c", _LAUNCH, "run", "--config", str(self.config), "--machine",
-                   self.machine, "--bench", self.bench, "--record-samples",
-                   "--interleave-rounds", "--show-stderr", f"HASHFILE:{hashfile}"]
+        command = scratch_asv.command(
+            self.python, "run", "--config", str(self.config), "--machine", self.machine,
+            "--bench", self.bench, "--record-samples", "--interleave-rounds", "--show-stderr",
+            f"HASHFILE:{hashfile}")
         by_prefix = {c[:8]: c for c in commits}
         handed: set[str] = set()
         current: str | None = None
         tail: list[str] = []
         with self.log.open("a") as log:
-            log.write(f"$ {' '.join(command)}\n")
+            log.write(f"$ asv {' '.join(command[3:])}\n")
             proc = subprocess.Popen(command, cwd=self.project.root, env=self._environment(),
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     text=True)

@@ -129,7 +129,10 @@ def config(p: Plan, wheel_name: str) -> dict:
         "install_command": [
             f"in-dir={{env_dir}} python -m pip install --no-deps --force-reinstall "
             f"{{wheel_file}} {wheel}"],
-        "uninstall_command": ["return-code=any python -m pip uninstall -y {project}"],
+        # no pip uninstall before each install: --force-reinstall replaces the installed
+        # version anyway, and a second pip process is a second or so each time asv switches
+        # commits (twice a commit with interleaved rounds)
+        "uninstall_command": [],
         "benchmark_dir": "benchmarks",
         "env_dir": ".asv/env",
         "results_dir": "results",

@@ -55,7 +55,7 @@ def _git(root: Path, *args: str) -> str:
 def config(setuptools: str | None = None) -> dict:
     """The asv config of the fixture: a virtualenv with only setuptools (pinned at this
     environment's version, which pip finds in its cache), each commit built and installed
-    without dependencies, as torchpulse's own config does (but not uninstalled first)."""
+    without dependencies and not uninstalled first, as torchpulse's own config does."""
     setuptools = setuptools or importlib.metadata.version("setuptools")
     return {
         "version": 1, "project": PACKAGE, "project_url": "https://example.invalid/",
