@@ -103,3 +103,29 @@ def test_measured_values_take_the_commits_in_turn():
 
     assert measured_values(measure, ["a", "b"], KEY, 5) == [2.0, 3.0, 4.0, 5.0, 6.0]
     assert asked == [(c, (KEY,)) for c in "ababa"]
+
+
+def test_each_round_goes_to_one_run_of_its_commits_in_turn():
+    """A measure that can run several commits at once (AsvRuns.many) gets a round's commits
+    together, in the round's order: GOOD and BAD alternating, then GOOD, the probe and BAD
+    in every order in turn. The decisions are those of a run a commit."""
+    batches = []
+
+    class Batched(SimulatedHistory):
+        def many(self, commits, keys=None):
+            batches.append(tuple(commits))
+            return [self(commit, keys) for commit in commits]
+
+    plain = _history()
+    batched = Batched(16, 11, 1.25, Noise.lognormal(0.02, seed=0), np.random.default_rng(0))
+    one = bisect(plain, plain.commits[0], plain.commits[1:], KEY)
+    together = bisect(batched, batched.commits[0], batched.commits[1:], KEY)
+    assert together.found == one.found == plain.commits[11]
+    assert [(p.commit, p.decision, p.rounds) for p in together.probes] == \
+        [(p.commit, p.decision, p.rounds) for p in one.probes]
+    good, bad = batched.commits[0], batched.commits[-1]
+    assert batches[0] == (good, bad) and batches[1] == (bad, good)
+    trios = [b for b in batches if len(b) == 3]
+    assert trios and all(set(b) - {good, bad} for b in trios)
+    assert len({b.index(good) for b in trios}) >= 2  # the order turns from round to round
+    assert all(len(b) in (2, 3) for b in batches)

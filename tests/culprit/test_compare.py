@@ -99,3 +99,35 @@ def test_each_outcome_carries_its_benchmarks_unit():
     assert outcomes["bench.track_i(1)"].unit == "instructions"  # decided from one run
     assert outcomes["bench.time_gone"].decision == NOT_COMPARED
     assert outcomes["bench.time_gone"].unit is None
+
+
+class Batched(Scripted):
+    """Scripted runs that can also measure several commits at once, as AsvRuns.many."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.batches: list[tuple[str, ...]] = []
+
+    def many(self, commits, keys=None):
+        assert len(set(commits)) == len(commits)
+        self.batches.append(tuple(commits))
+        return [self(commit, keys) for commit in commits]
+
+
+def test_a_round_goes_to_one_run_of_both_commits_in_the_rounds_order():
+    runs = Batched({"a": {"t": 1.0}, "b": {"t": 1.5}})
+    result = compare(runs, "a", "b", threshold=0.05, max_rounds=20)
+    assert result.runs == 6 and len(runs.calls) == 6
+    # BASE first in odd rounds, HEAD first in even ones, a batch a round
+    assert runs.batches == [("a", "b"), ("b", "a"), ("a", "b")]
+
+
+def test_a_commit_against_itself_is_measured_a_run_at_a_time():
+    from torchpulse.culprit.runs import each
+
+    runs = Batched({"a": {"t": 1.0}, "b": {"t": 1.0}})
+    compare(runs, "a", "a", threshold=0.5, max_rounds=3)
+    assert runs.batches == [] and len(runs.calls) == 6
+    assert [r.commit for r in each(runs, ["a"], None)] == ["a"] and runs.batches == []
+    assert [r.commit for r in each(runs, ["b", "a"], None)] == ["b", "a"]
+    assert runs.batches == [("b", "a")]

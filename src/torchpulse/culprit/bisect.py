@@ -30,7 +30,7 @@ from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE
 from torchpulse.analysis.sequential import BAD, GOOD, UNDECIDED, Interval
 from torchpulse.analysis.series import EXACT
 from torchpulse.culprit import counted
-from torchpulse.culprit.runs import Measure, Run, RunError
+from torchpulse.culprit.runs import Measure, Run, RunError, each
 
 _ORDERS = list(itertools.permutations(range(3)))  # GOOD, probe, BAD in every order in turn
 
@@ -118,7 +118,7 @@ def _baseline(measure: Measure, good: str, bad: str, key: str, threshold: float,
             diffs.append(first)
         else:
             pair = (good, bad) if r % 2 else (bad, good)
-            got = {c: measure(c, [key]) for c in pair}
+            got = dict(zip(pair, each(measure, pair, [key]), strict=True))
             diffs.append(_value(got[bad], key) - _value(got[good], key))
         if r not in schedule:
             continue
@@ -146,12 +146,11 @@ def _probe(measure: Measure, good: str, bad: str, commit: str, index: int, key: 
     level = alpha / 2  # the interval shown as evidence, at the probe's budget
     for r in range(1, (fixed or max_rounds) + 1):
         trio = (good, commit, bad)
-        got: dict[int, float] = {}
-        for slot in _ORDERS[(r - 1) % len(_ORDERS)]:
-            run = measure(trio[slot], [key])
-            got[slot] = _value(run, key)
-            if slot == 1:
-                runs.append(run)
+        order = _ORDERS[(r - 1) % len(_ORDERS)]
+        measured = dict(zip(order, each(measure, [trio[slot] for slot in order], [key]),
+                            strict=True))
+        got = {slot: _value(run, key) for slot, run in measured.items()}
+        runs.append(measured[1])
         diffs.append(sign * (got[1] - (got[0] + got[2]) / 2))
         steps.append(sign * (got[2] - got[0]))
         if r < sequential.MIN_ROUNDS or (fixed and r < fixed):
@@ -193,7 +192,7 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
     if progress:
         progress(f"{len(candidates)} commit(s) after GOOD; about "
                  f"{expected_probes(len(candidates))} probe(s); measuring GOOD against BAD")
-    first = {c: measure(c, [key]) for c in (good, bad)}
+    first = dict(zip((good, bad), each(measure, (good, bad), [key]), strict=True))
     ends = _value(first[good], key), _value(first[bad], key)
     which = counted.rule(first[bad].unit(key) or first[good].unit(key))
     threshold = counted.threshold_of(which, threshold, count_threshold, device_threshold)

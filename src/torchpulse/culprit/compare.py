@@ -1,10 +1,11 @@
 """``torchpulse compare BASE HEAD``: a paired, interleaved A/B comparison that adds runs until
 each benchmark is decided (``torchpulse.analysis.sequential``).
 
-Round r measures both commits back to back, BASE first in odd rounds and HEAD first in even
-ones, each in fresh processes. Only the benchmarks still undecided are run again. A
-benchmark without a usable value on one side (failed, skipped, missing, not positive) cannot
-be compared and says so; it does not stop the others.
+Round r measures both commits back to back (one asv run where the measure can), BASE first
+in odd rounds and HEAD first in even ones, each in fresh processes. Only the benchmarks
+still undecided are run again. A benchmark without a usable value on one side (failed,
+skipped, missing, not positive) cannot be compared and says so; it does not stop the
+others.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from torchpulse.analysis import sequential
 from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE_THRESHOLD
 from torchpulse.analysis.sequential import UNDECIDED, Interval
 from torchpulse.culprit import counted
-from torchpulse.culprit.runs import Measure, Run, RunError
+from torchpulse.culprit.runs import Measure, Run, RunError, each
 
 NOT_COMPARED = "not compared"
 DECISIONS = (sequential.SLOWER, sequential.FASTER, sequential.EQUIVALENT, UNDECIDED,
@@ -84,10 +85,11 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
     runs = 0
     for r in range(1, max_rounds + 1):
         # roles, not commits, key the runs: BASE and HEAD may be one commit (a noise check)
-        got: dict[str, Run] = {}
-        for role in ("base", "head") if r % 2 else ("head", "base"):
-            got[role] = measure(base if role == "base" else head, pending)
-            runs += 1
+        roles = ("base", "head") if r % 2 else ("head", "base")
+        got: dict[str, Run] = dict(zip(roles, each(
+            measure, [base if role == "base" else head for role in roles], pending),
+            strict=True))
+        runs += 2
         if pending is None:
             pending = sorted(set(got["base"].values) | set(got["head"].values))
             if not pending:

@@ -1,14 +1,16 @@
 """One run: one commit measured by asv in fresh benchmark processes, the values read back.
 
 ``compare`` and ``bisect`` measure the same commits many times, interleaved. Each run is an
-``asv run COMMIT^!`` of the selected benchmarks (``-a rounds=1``: one process per benchmark),
-so asv builds and installs the commit as it does for the dashboard (its wheel is built once
-and cached), discovers the suite and runs it with its own runner. The results go to a
-scratch results tree, never to the project's: a run is read back and its file moved aside,
-so that the next run of the same commit starts clean. asv's machine file is the scratch
-folder's too, not the user's ~/.asv-machine.json (results.scratch_asv). Benchmarks are selected by asv's own
-``--bench`` matching, which for a parameterised benchmark matches ``name(p1, p2)`` and so
-runs only the parameter combinations still undecided.
+``asv run`` of the selected benchmarks (``-a rounds=1``: one process per benchmark), so asv
+builds and installs the commit as it does for the dashboard (its wheel is built once and
+cached), discovers the suite and runs it with its own runner. The commits of one round
+(BASE and HEAD; GOOD, the probe and BAD) go to one ``asv run`` in the round's order
+(``each``): asv's start and its discovery of the suite are paid once a round. The results
+go to a scratch results tree, never to the project's: a run is read back and its file moved
+aside, so that the next run of the same commit starts clean. asv's machine file is the
+scratch folder's too, not the user's ~/.asv-machine.json (results.scratch_asv). Benchmarks
+are selected by asv's own ``--bench`` matching, which for a parameterised benchmark matches
+``name(p1, p2)`` and so runs only the parameter combinations still undecided.
 """
 
 from __future__ import annotations
@@ -149,20 +151,32 @@ class AsvRuns:
         return proc
 
     def __call__(self, commit: str, keys: Sequence[str] | None = None) -> Run:
-        sha = self.resolve(commit)
+        return self.many([commit], keys)[0]
+
+    def many(self, commits: Sequence[str], keys: Sequence[str] | None = None) -> list[Run]:
+        """Distinct ``commits`` measured in this order by one ``asv run`` (a hash file):
+        each is built, installed and measured in fresh processes as a run of its own is,
+        and asv's start and its discovery of the suite are paid once."""
+        shas = [self.resolve(c) for c in commits]
+        if len(set(shas)) != len(shas):
+            raise ValueError("one asv run measures a commit once")  # each() runs them apart
         bench = self.bench if keys is None else selection(keys)
+        hashes = self.kept.parent / "commits.txt"
+        hashes.write_text("".join(f"{sha}\n" for sha in shas))
         self._asv(["run", "--bench", bench, "-a", "rounds=1", "--record-samples",
-                   "--show-stderr", f"{sha}^!"], f"measuring {sha[:12]}")
-        files = [p for p in self.results_dir.glob("*/*.json") if p.name != "machine.json"]
-        if not files:
-            raise RunError(f"asv measured nothing at {sha[:12]} for --bench {bench!r} (no "
-                           "results file)", log=self.workdir / "asv.log")
+                   "--show-stderr", f"HASHFILE:{hashes}"],
+                  f"measuring {', '.join(sha[:12] for sha in shas)}")
         from torchpulse.analysis.series import declared_benchmarks
 
         units = {name: str(b.get("unit") or "unit")
                  for name, b in declared_benchmarks(self.results_dir).items()}
-        run = Run(sha, {}, {}, units=units)
-        for path in files:
+        runs = {sha: Run(sha, {}, {}, units=dict(units)) for sha in shas}
+        for path in sorted(self.results_dir.glob("*/*.json")):
+            if path.name == "machine.json":
+                continue
+            sha = json.loads(path.read_text()).get("commit_hash")
+            if sha not in runs:
+                continue
             self.count += 1
             # <machine>/<file> kept as the last two parts: asv's Results takes its name
             # in a results tree from them
@@ -170,7 +184,21 @@ class AsvRuns:
             kept.parent.mkdir(parents=True)
             shutil.move(str(path), kept)
             got = read(kept, sha)
-            run.values.update(got.values)
-            run.samples.update(got.samples)
-            run.file = kept
-        return run
+            runs[sha].values.update(got.values)
+            runs[sha].samples.update(got.samples)
+            runs[sha].file = kept
+        for sha, run in runs.items():
+            if run.file is None:
+                raise RunError(f"asv measured nothing at {sha[:12]} for --bench {bench!r} "
+                               "(no results file)", log=self.workdir / "asv.log")
+        return [runs[sha] for sha in shas]
+
+
+def each(measure: Measure, commits: Sequence[str], keys: Sequence[str] | None) -> list[Run]:
+    """``measure`` of each of ``commits``, in this order: by one asv run where the measure
+    can (``AsvRuns.many``) and the commits differ, else a run a commit (a simulation, a
+    test's script, BASE and HEAD the same commit)."""
+    many = getattr(measure, "many", None)
+    if many is not None and len(commits) > 1 and len(set(commits)) == len(commits):
+        return many(commits, keys)
+    return [measure(commit, keys) for commit in commits]
