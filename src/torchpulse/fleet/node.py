@@ -52,8 +52,6 @@ def final_round_commit(line: str) -> str | None:
     return found[0] if found is not None and found[1] else None
 
 
-
-
 class NodeError(TorchpulseError, RuntimeError):
     """asv failed on a node for a reason the values cannot show."""
 
