@@ -16,6 +16,8 @@
 #              lands on move its wall time between processes?
 #   cheap      one process of the default selection with $CHEAP (measure_once.py --set
 #              NAME=VALUE ...), a line a workload in rows.jsonl with its phases
+#   trial      the wall-time bursts trial (bursts-trial.patch: 3b487ff, reverted) in a copy:
+#              two processes of the same selection, then pair.py (docs/gpu.md, run 15)
 #   pair       two processes of bench_gpu's default selection, as a user's CI differs: the
 #              first from this checkout; the second from a copy at a longer path, started in
 #              another directory with another environment and asv machine name, $HOGS CPU
@@ -173,7 +175,23 @@ pair_b() {
     return $rc
 }
 
-export -f setup asv_full repeat planted full pair_a pair_b pinning cheap
+trial() {  # the wall-time bursts trial (bursts-trial.patch, 3b487ff) in a copy of the tree:
+    # two processes of the same selection; does GPU memory repeat when the workloads stay built?
+    local copy=$WORK/trial
+    rm -rf "$copy" && mkdir -p "$copy" && cp -r src benchmarks experiments "$copy/" &&
+        (cd "$copy" && patch -p1 -s < experiments/gpu/bursts-trial.patch) || return 1
+    export PYTHONPATH="$copy/src${PYTHONPATH:+:$PYTHONPATH}"
+    "$PY" -c 'import torchpulse.gpu.measure as m, sys; print("trial imports", m.__file__,
+"bursts", getattr(m, "BURSTS", None))' || return 1
+    for label in t1 t2; do
+        "$PY" "$copy/experiments/gpu/measure_once.py" "$OUT/measurements.jsonl" \
+            --label "$label" --device "$DEVICE" --preset "$PRESET" --workloads "$WORKLOADS" \
+            --rows "$OUT/trial-rows.jsonl" || return 1
+    done
+    "$PY" experiments/gpu/pair.py "$OUT/trial-rows.jsonl" --labels t1,t2
+}
+
+export -f setup asv_full repeat planted full pair_a pair_b pinning cheap trial
 export PY DEVICE PRESET REPEATS WORKLOADS WORK OUT HOGS PIN CHEAP
 t0=$SECONDS
 step setup 120 bash -c setup
@@ -192,6 +210,7 @@ step cheap "${CHEAP_CAP:-240}" bash -c cheap
 step repeat "${REPEAT_CAP:-420}" bash -c repeat
 step planted "${PLANTED_CAP:-150}" bash -c planted
 step full "${FULL_CAP:-400}" bash -c full
+step trial "${TRIAL_CAP:-480}" bash -c trial
 step asv_full "${ASV_CAP:-420}" bash -c asv_full
 grep -h -A12 '^workload ' "$WORK/cost.log" 2>/dev/null | tail -8
 grep -h '^asv run\|seconds\|by module' "$WORK/asv_full.log" 2>/dev/null
