@@ -146,3 +146,21 @@ def test_a_kept_scratch_is_named_with_asvs_log(repo, monkeypatch, capsys, tmp_pa
     assert not (home / ".asv-machine.json").exists()
     described = list(Path(log).parent.glob("asv-*/asv-machine.json"))
     assert len(described) == 1 and "version" in json.loads(described[0].read_text())
+
+
+def test_a_commit_that_does_not_build_is_an_error_in_either_order(tmp_path, monkeypatch,
+                                                                   capsys):
+    """BASE and HEAD go to one asv run, and asv discovers the suite at the first commit that
+    builds: a HEAD that does not build would only read as failed benchmarks. It is measured
+    alone then, and is the one-line error it was before (exit 2)."""
+    root = tmp_path / "stepwork"
+    good = fixture.make(root, commits=2, step_at=1, factor=1.0)[0]
+    (root / "pyproject.toml").write_text("[build-system\nnot toml")
+    subprocess.run(["git", "commit", "-qam", "a broken build"], cwd=root, check=True)
+    broken = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout.strip()
+    monkeypatch.chdir(root)
+    assert main(["compare", good, broken, "--max-runs", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"torchpulse compare: error: asv failed measuring {broken[:12]}")
+    assert "Failed to build" in err[-1]

@@ -191,6 +191,11 @@ class AsvRuns:
             if run.file is None:
                 raise RunError(f"asv measured nothing at {sha[:12]} for --bench {bench!r} "
                                "(no results file)", log=self.workdir / "asv.log")
+            if len(shas) > 1 and not any(math.isfinite(v) for v in run.values.values()):
+                # nothing measured: a commit that does not build is only skipped when asv
+                # discovered the suite at another commit of the batch; alone, it is the
+                # error it was before batching (or its benchmarks' failures again)
+                runs[sha] = self.many([sha], keys)[0]
         return [runs[sha] for sha in shas]
 
 
