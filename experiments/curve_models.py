@@ -14,6 +14,8 @@ did not merge.
 
 Run: .venv/bin/python experiments/curve_models.py trends SEED   (before and after, per kind:
          null series with a change point, 3- and 5-deviation steps located within 3)
+     .venv/bin/python experiments/curve_models.py rise SEED      (3-deviation steps located,
+         on the trend's rise or off it, before and after)
      .venv/bin/python experiments/curve_models.py families SEED  (families_in_process.py's
          table with the patch; without it, run that script itself)"""
 
@@ -104,6 +106,34 @@ def trends(seed: int) -> str:
     return " | ".join(cells)
 
 
+def on_the_rise(seed: int) -> str:
+    """3-deviation steps located, split by where they were planted: on the rise (the trend
+    moves more than one deviation over the 6 commits around the step) or off it. The
+    trend is drawn again from the generator's state (moving._trend follows the white
+    noise in moving.draw)."""
+    rng = np.random.default_rng([seed, 51])
+    truths = moving.plan(100, 80, 160, rng)
+    cells = []
+    for kind in ("logistic", "exponential", "polynomial"):
+        tally = {True: [0, 0], False: [0, 0]}
+        for t in truths:
+            if t.shape != kind or t.change != "step" or not math.isclose(t.size, 0.03):
+                continue
+            state = rng.bit_generator.state
+            values = moving.draw(t, 100, rng)
+            again = np.random.default_rng()
+            again.bit_generator.state = state
+            again.normal(0.0, moving.SIGMA, 100)
+            trend = moving._trend(kind, 100, again)
+            rise = trend[min(t.at + 3, 99)] - trend[max(t.at - 3, 0)] > moving.SIGMA
+            v = analyse([Point(f"c{i}", x, ()) for i, x in enumerate(values)])
+            tally[rise][0] += 1
+            tally[rise][1] += any(abs(c.index - t.at) <= 3 for c in v.change_points)
+        cells.append(f"{kind}: on the rise {tally[True][1]}/{tally[True][0]}, off it "
+                     f"{tally[False][1]}/{tally[False][0]}")
+    return " | ".join(cells)
+
+
 def main() -> None:
     what, seed = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 17
     if what == "trends":
@@ -111,6 +141,11 @@ def main() -> None:
         print("  before:", trends(seed))
         patch()
         print("  after: ", trends(seed))
+    elif what == "rise":
+        print(f"seed {seed}, 3-deviation steps located within 3, by where they were planted")
+        print("  before:", on_the_rise(seed))
+        patch()
+        print("  after: ", on_the_rise(seed))
     else:
         spec = importlib.util.spec_from_file_location(
             "families_in_process", Path(__file__).with_name("families_in_process.py"))
