@@ -11,8 +11,10 @@ STAMP := $(VENV)/.installed
 FLEET := $(VENV)/.fleet-installed
 # the site's third-party scripts and styles (package.json pins asv's versions; npm ci)
 ASSETS := node_modules/.package-lock.json
-# pytest-xdist workers for make test: one per core on the 2-core machines CI runs on; each
-# test file runs whole in one worker, so a module's shared fixture is built once
+# pytest-xdist workers for make test: one per core on the 2-core machines CI runs on, each
+# kept to its core (tests/conftest.py); each test file runs whole in one worker, so a
+# module's shared fixture is built once, and the end-to-end files start first, in
+# conftest's order (--no-loadscope-reorder)
 TEST_WORKERS ?= 2
 
 .PHONY: dashboard test venv lint browser clean
@@ -48,7 +50,7 @@ dashboard: $(STAMP) $(ASSETS)
 	echo "   view the site:  $(BIN)/torchpulse serve   (http://127.0.0.1:8080/)"; [ $$rc -le 1 ]
 
 test: lint $(ASSETS) browser $(FLEET)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(BIN)/ruff check src benchmarks tests scripts

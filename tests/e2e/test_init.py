@@ -2,7 +2,7 @@
 torch-model package whose history has one commit that makes its forward pass slower; asv
 measures every commit through the scaffold and `torchpulse alert` names that commit. (The
 scaffold's own tests: tests/results/test_scaffold.py; this file holds only the slow run,
-which xdist starts late and which runs alone at the end.)"""
+which make test starts first, on a core of its own: tests/conftest.py.)"""
 
 import json
 import os
