@@ -20,7 +20,10 @@ def pytest_configure(config):
         return
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) >= int(count) > 1:
-        os.sched_setaffinity(0, {cpus[int(worker.removeprefix("gw")) % len(cpus)]})
+        try:
+            os.sched_setaffinity(0, {cpus[int(worker.removeprefix("gw")) % len(cpus)]})
+        except OSError:  # a sandbox that forbids it: the workers share the cores, as before
+            pass
 
 
 def _first(item) -> int:
