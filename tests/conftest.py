@@ -2,9 +2,9 @@ import os
 
 import pytest
 
-# started first, in this order, each in a worker of its own (make test: --dist loadfile
-# --no-loadscope-reorder): the end-to-end files, the init one (which needs a quiet core for
-# its machine canary) ahead
+# the files handed out first, in this order, to whichever worker is free (make test:
+# --dist loadfile --no-loadscope-reorder): the end-to-end ones, the init test (which needs
+# a quiet core for its machine canary) ahead
 FIRST = ("tests/e2e/test_init.py", "tests/e2e/test_culprit.py", "tests/fleet/test_fleet.py",
          "tests/compile/test_compile.py", "tests/e2e/test_asv_e2e.py",
          "tests/e2e/test_instruction_step.py", "tests/instructions/test_count.py")
