@@ -76,8 +76,8 @@ def selection(keys: Sequence[str]) -> str:
     return "^(?:" + "|".join(re.escape(k) for k in sorted(keys)) + ")$"
 
 
-def read(path: Path, commit: str) -> Run:
-    """The values and samples of an asv results file."""
+def read(path: Path) -> Run:
+    """The values and samples of an asv results file, at the commit it holds."""
     results = asv_results.load(path)
     values: dict[str, float] = {}
     samples: dict[str, list[float]] = {}
@@ -87,7 +87,7 @@ def read(path: Path, commit: str) -> Run:
             values[k] = float(value) if isinstance(value, int | float) else math.nan
             if got:
                 samples[k] = [float(s) for s in got]
-    return Run(commit, values, samples, path)
+    return Run(results.commit_hash, values, samples, path)
 
 
 class AsvRuns:
@@ -174,8 +174,8 @@ class AsvRuns:
         for path in sorted(self.results_dir.glob("*/*.json")):
             if path.name == "machine.json":
                 continue
-            sha = json.loads(path.read_text()).get("commit_hash")
-            if sha not in runs:
+            got = read(path)
+            if got.commit not in runs:
                 continue
             self.count += 1
             # <machine>/<file> kept as the last two parts: asv's Results takes its name
@@ -183,10 +183,10 @@ class AsvRuns:
             kept = self.kept / f"{self.count:04d}" / path.parent.name / path.name
             kept.parent.mkdir(parents=True)
             shutil.move(str(path), kept)
-            got = read(kept, sha)
-            runs[sha].values.update(got.values)
-            runs[sha].samples.update(got.samples)
-            runs[sha].file = kept
+            run = runs[got.commit]
+            run.values.update(got.values)
+            run.samples.update(got.samples)
+            run.file = kept
         for sha, run in runs.items():
             if run.file is None:
                 raise RunError(f"asv measured nothing at {sha[:12]} for --bench {bench!r} "
