@@ -2,7 +2,7 @@
 machine does not move. One valgrind process counts every selected workload of a commit
 (asv's setup_cache); each track_instructions reads its workload's count. The regions are the
 wall-time suites' (a forward pass, a backward pass, one autograd task) at the sizes of
-sizes.INSTRUCTIONS. $TORCHPULSE_INSTRUCTIONS picks the workloads: ``default`` (70 of 78),
+sizes.INSTRUCTIONS. $TORCHPULSE_INSTRUCTIONS picks the workloads: ``default`` (72 of 78),
 ``all`` or ``core`` (docs/instructions.md: what each costs). CUDA runs and machines without valgrind
 skip the family, each benchmark saying why."""
 
@@ -18,7 +18,7 @@ WORKLOADS = _family.selected(load("fastrnns/choices.py"), load("autograd/choices
 
 
 def _count(self):
-    if _suite is None or getattr(_suite, "API_VERSION", 0) < 8:
+    if _suite is None or getattr(_suite, "API_VERSION", 0) < 9:
         return None  # an older package counts another way: the benchmarks skip in setup
     return _suite.count_instructions(WORKLOADS, _sizes.INSTRUCTIONS)
 
@@ -28,8 +28,9 @@ _count.timeout = 3600
 
 class Instructions:
     # counted per call over windows in a normalised process (suite API 7), the ResNets at
-    # their counting width (API 8)
-    version = f"{_suite_version(_sizes.INSTRUCTIONS)}-windows"
+    # their counting width (API 8), under torchpulse's malloc (API 9): a new version starts
+    # new series, so asv does not draw API 9's counts after API 8's as a step
+    version = f"{_suite_version(_sizes.INSTRUCTIONS)}-windows-fixed-malloc"
     params = [WORKLOADS]
     param_names = ["workload"]
     setup_cache = _count
@@ -37,7 +38,7 @@ class Instructions:
     def setup(self, counted, workload):
         if counted is None:
             raise NotImplementedError("this commit's torchpulse counts instructions another "
-                                      "way (torchpulse.suite API 8 needed)")
+                                      "way (torchpulse.suite API 9 needed)")
         if counted["unavailable"]:
             raise NotImplementedError(counted["unavailable"])
         if workload not in counted["counts"] and workload not in counted["failed"]:

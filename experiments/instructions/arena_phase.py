@@ -6,10 +6,11 @@ instrumentation goes on: everything the child's calls allocate afterwards lies t
 bytes further on. The worker runs from a patched copy of this tree's ``src``; nothing else
 changes. Findings in docs/instructions.md ("Determinism", the arena's offsets).
 
-    python experiments/instructions/arena_phase.py OUT.json WORKLOADS BALLASTS [TUNABLES]
+    python experiments/instructions/arena_phase.py OUT.json WORKLOADS BALLASTS [TUNABLES [PRELOAD]]
 
 WORKLOADS: comma-separated names; BALLASTS: comma-separated byte counts (0 included);
-TUNABLES: a GLIBC_TUNABLES string that replaces the counted process's malloc policy.
+TUNABLES: a GLIBC_TUNABLES string that replaces the counted process's malloc policy ('' keeps
+it); PRELOAD: a shared library preloaded into the counted process (another malloc).
 About 15 s per workload and ballast on 2 cores, plus half a minute of start.
 """
 
@@ -31,9 +32,11 @@ COUNT = """
 import json, sys
 from torchpulse import sizes
 from torchpulse.instructions import count
-names, tunables = json.loads(sys.argv[1]), sys.argv[2]
+names, tunables, preload = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 if tunables:
     count.ENVIRONMENT["GLIBC_TUNABLES"] = tunables
+if preload:
+    count.ENVIRONMENT["LD_PRELOAD"] = preload
 counted, failed = count.count(names, sizes.INSTRUCTIONS)
 print(json.dumps({"counts": {n: c.counts for n, c in counted.items()}, "failed": failed}))
 """
@@ -57,7 +60,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="arena-phase-") as root:
         src = patched_copy(Path(root))
         proc = subprocess.run([sys.executable, "-c", COUNT, json.dumps(names),
-                               rest[0] if rest else ""],
+                               rest[0] if rest else "", rest[1] if len(rest) > 1 else ""],
                               env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(src)},
                               stdout=subprocess.PIPE, text=True, check=True)
     result = json.loads(proc.stdout.strip().splitlines()[-1])

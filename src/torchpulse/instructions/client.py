@@ -16,16 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from torchpulse.files import write_atomically
+from torchpulse.instructions import native
 
 HELPER_SOURCE = """\
 #include <valgrind/callgrind.h>
@@ -33,39 +27,10 @@ void torchpulse_start_instrumentation(void) { CALLGRIND_START_INSTRUMENTATION; }
 """
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "torchpulse"
-
-
-def _helper_path() -> Path:
-    digest = hashlib.sha256(HELPER_SOURCE.encode()).hexdigest()[:12]
-    return cache_dir() / f"callgrind-helper-{digest}.so"
-
-
-@functools.cache
 def helper() -> Path | None:
-    """The compiled helper (built once into the cache, written all or nothing), or None
-    where no C compiler or no valgrind headers are found."""
-    path = _helper_path()
-    if path.exists():
-        return path
-    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
-    if compiler is None:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "helper.c"
-        source.write_text(HELPER_SOURCE)
-
-        def build(out: Path) -> None:
-            subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(out), str(source)],
-                           capture_output=True, check=True)
-
-        try:
-            write_atomically(path, build)
-        except subprocess.CalledProcessError:  # no valgrind/callgrind.h: start instrumented
-            return None
-    return path
+    """The compiled helper (built once into torchpulse's cache), or None where no C compiler
+    or no valgrind headers are found."""
+    return native.library(HELPER_SOURCE, "callgrind-helper")
 
 
 def start_instrumentation(helper_path: str | None) -> None:

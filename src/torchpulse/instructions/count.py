@@ -4,9 +4,9 @@
 (normalised.py; importing torch under valgrind costs 12 s: once per commit, not once per
 workload), which counts each workload in a child of its own, every core busy, in windows of
 calls. Each workload gets the median window's instructions per call with the functions of
-that window. The counted process is single-threaded, with a fixed hash seed, a fixed malloc
-policy, the same address-space layout, working directory, environment and path lengths
-every time (docs/instructions.md, "Determinism").
+that window. The counted process is single-threaded, with a fixed hash seed, a malloc whose
+costs do not depend on addresses (allocator.py), the same address-space layout, working
+directory, environment and path lengths every time (docs/instructions.md, "Determinism").
 """
 
 from __future__ import annotations
@@ -23,21 +23,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchpulse import allocation
 from torchpulse.errors import TorchpulseError
-from torchpulse.instructions import callgrind, client, normalised, worker
+from torchpulse.instructions import allocator, callgrind, client, normalised, worker
 
 WINDOWS = 3  # counted windows per workload; the median window's per-call figure is stored
 WINDOW = 5_000_000  # instructions a window aims at (worker.calls_for): periodic work averages out
 TOP_FUNCTIONS = 200  # functions kept per workload's profile, by own instructions
 # what the counted process gets besides its fixed environment (normalised.py): one thread
 # everywhere; a fixed string hash (dict and set layouts, hence instruction paths, repeat
-# across processes); glibc's allocator keeping every freed small block in its per-thread
-# cache and no fastbins, so that no call pays for consolidating what earlier calls freed
-# (without: calls 2-5 % apart, windows drifting by up to 2.3 %, docs/instructions.md)
-MALLOC = "glibc.malloc.tcache_count=65535:glibc.malloc.mxfast=0"
-ENVIRONMENT = {"GLIBC_TUNABLES": MALLOC, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1",
-               "MKL_NUM_THREADS": "1", "TORCHPULSE_DEVICE": "cpu"}
+# across processes). Its malloc is torchpulse's (allocator.py), preloaded: glibc's costs
+# moved with the heap's layout (docs/instructions.md)
+ENVIRONMENT = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "TORCHPULSE_DEVICE": "cpu"}
 JOBS_ENV = "TORCHPULSE_COUNT_JOBS"  # workloads counted at once; the machine's cores if unset
 
 
@@ -178,10 +175,14 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
     """Count every workload under one callgrind process, ``processes`` children at a time
     (``jobs()`` by default): ({name: Counted}, {name: error} for the workloads that failed
     on their own). CountingError when the process fails as a whole."""
-    valgrind()  # before the helper is built (and cached) for nothing
-    helper = client.helper()
+    valgrind()  # before the libraries are built (and cached) for nothing
+    malloc = allocator.library()
+    if malloc is None:
+        raise CountingError("instruction counts need a C compiler (cc) to build the "
+                            "allocator they count under (Debian/Ubuntu: apt install gcc)")
     names = list(workloads)
-    with normalised.stage({**allocation.ENVIRONMENT, **ENVIRONMENT}) as stage:
+    with normalised.stage(ENVIRONMENT, preload=malloc,
+                          helper=client.helper()) as stage:
         inputs, out = stage.root / "in", stage.root / "out"
         inputs.mkdir()
         (out / "dumps").mkdir(parents=True)
@@ -190,8 +191,9 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
         for index, name in enumerate(names):  # one file each: nothing shared grows with more
             (inputs / f"{index}.json").write_text(json.dumps({
                 "name": name, "windows": windows, "window": window, "tables": tables,
-                "helper": str(helper) if helper else None}))
-        cmd = command(stage, len(names), processes or jobs(), instr_at_start=helper is None)
+                "helper": str(stage.helper) if stage.helper else None}))
+        cmd = command(stage, len(names), processes or jobs(),
+                      instr_at_start=stage.helper is None)
 
         def progress(line: str) -> None:  # the worker says indexes: the names are here
             verb, _, rest = line.partition(" ")

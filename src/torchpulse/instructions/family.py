@@ -54,12 +54,10 @@ def split(name: str) -> tuple[str, str, str]:
 
 # Left out of the default count (docs/instructions.md, "Cost"): the TorchScript ResNets run
 # the plain ResNets' kernels, which are counted, and their traced build takes 7-10 s a
-# workload under valgrind; the double-backward tasks of ResNet-18 still grow by 2.7-4.8 %
-# over their three counted windows, too much for a 1 % threshold; DETR's are the costliest of
-# all (224-266 M instructions a call, 23-39 s a workload). Without them the default's 70 fit
-# in about 3 minutes a commit on 2 cores. ``all`` counts them too.
-LEFT_OUT = ("cnns/resnet18_jit/*", "cnns/resnet50_jit/*", "autograd/resnet18/jvp",
-            "autograd/resnet18/vhp", "autograd/detr/jvp", "autograd/detr/vhp")
+# workload under valgrind; DETR's jvp and vhp are the costliest of all (23-39 s a workload).
+# ``all`` counts them too.
+LEFT_OUT = ("cnns/resnet18_jit/*", "cnns/resnet50_jit/*", "autograd/detr/jvp",
+            "autograd/detr/vhp")
 # A quick subset (about half a minute a commit): the native LSTM, the eager Python one, a
 # variable-length batch and two autograd tasks of a small model.
 CORE = ("rnns/cudnn/forward", "rnns/cudnn/backward", "rnns/py/forward", "rnns/py/backward",

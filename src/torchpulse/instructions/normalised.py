@@ -22,7 +22,10 @@ or asv machine name:
   imports from, so a checkout's ``__pycache__`` folders, build files or stray files, which
   differ between clones, would otherwise be in its heap), then links to the site-packages,
   then to torch's root if it lies elsewhere;
-- a fixed environment: no variable of the caller's reaches it.
+- a fixed environment: no variable of the caller's reaches it;
+- the shared libraries it loads (the preloaded allocator, callgrind's helper) copied into the
+  stage under fixed names (``<stage>/p/malloc.so``, ``helper.so``), not loaded from the cache
+  under the caller's ``$HOME``: the loader keeps each path on the heap.
 """
 
 from __future__ import annotations
@@ -63,6 +66,12 @@ class Stage:
     python: tuple[str, ...]
     environ: Mapping[str, str]
     lock: int  # the stage's lock, open: the counted process inherits it (pass_fds)
+    helper: Path | None = None  # callgrind's helper, in the stage
+
+
+# the libraries' names in the stage's links folder
+PRELOAD_NAME = "malloc.so"
+HELPER_NAME = "helper.so"
 
 
 def _package_root(name: str) -> Path | None:
@@ -180,9 +189,11 @@ def environment(root: Path, links: list[Path], extra: Mapping[str, str]) -> dict
 
 
 @contextlib.contextmanager
-def stage(extra_environ: Mapping[str, str]) -> Iterator[Stage]:
+def stage(extra_environ: Mapping[str, str], *, preload: Path | None = None,
+          helper: Path | None = None) -> Iterator[Stage]:
     """A fresh stage, removed afterwards with everything in it (its links only, never what
-    they point to)."""
+    they point to); ``preload``, a library copied into it and named by ``LD_PRELOAD``;
+    ``helper``, one copied into it for the counted process to load (``Stage.helper``)."""
     root, lock = _new_directory(Path(_base_directory()))
     try:
         links_dir = root / LINKS  # made with the lock
@@ -193,7 +204,15 @@ def stage(extra_environ: Mapping[str, str]) -> Iterator[Stage]:
             link.symlink_to(target, target_is_directory=True)
             links.append(link)
         python = (os.path.realpath(sys.executable), "-S")
-        yield Stage(root, python, environment(root, links, extra_environ), lock)
+        environ = environment(root, links, extra_environ)
+        if preload is not None:
+            shutil.copyfile(preload, links_dir / PRELOAD_NAME)
+            environ["LD_PRELOAD"] = str(links_dir / PRELOAD_NAME)
+        staged_helper = None
+        if helper is not None:
+            staged_helper = links_dir / HELPER_NAME
+            shutil.copyfile(helper, staged_helper)
+        yield Stage(root, python, environ, lock, staged_helper)
     finally:
         shutil.rmtree(root, ignore_errors=True)  # rmtree unlinks links, never follows them
         os.close(lock)
