@@ -53,7 +53,13 @@ def test_the_workloads_counted_at_once_are_the_cores_or_what_the_user_says(monke
 def test_the_counted_process_sees_nothing_of_its_callers_surroundings(tmp_path, monkeypatch):
     monkeypatch.setenv("SOMETHING_OF_THE_CALLERS", "x" * 1000)
     monkeypatch.chdir(tmp_path)
-    with normalised.stage({"PYTHONHASHSEED": "0"}) as stage:
+    # the libraries it loads, wherever the caller's cache is: copied in at fixed names
+    cache = tmp_path / "a-cache-somewhere-under-the-callers-home"
+    cache.mkdir()
+    (cache / "fixed-cost-malloc-0123.so").write_bytes(b"malloc")
+    (cache / "callgrind-helper-4567.so").write_bytes(b"helper")
+    with normalised.stage({"PYTHONHASHSEED": "0"}, preload=cache / "fixed-cost-malloc-0123.so",
+                          helper=cache / "callgrind-helper-4567.so") as stage:
         root, environ = stage.root, dict(stage.environ)
         # the counted process's working directory, which its import system lists: one name
         # more there (the stage's lock) moved a count by 2 % (docs/instructions.md)
@@ -76,13 +82,29 @@ def test_the_counted_process_sees_nothing_of_its_callers_surroundings(tmp_path, 
         assert all(Path(link).is_symlink() for link in links[1:])
         assert "SOMETHING_OF_THE_CALLERS" not in environ and environ["HOME"] == str(root)
         assert stage.python[0] == os.path.realpath(sys.executable)
+        assert environ["LD_PRELOAD"] == str(root / "p" / "malloc.so")
+        assert (root / "p" / "malloc.so").read_bytes() == b"malloc"
+        assert stage.helper == root / "p" / "helper.so"
+        assert stage.helper.read_bytes() == b"helper"
     assert not root.exists()
+    assert sorted(p.name for p in cache.iterdir()) == ["callgrind-helper-4567.so",
+                                                       "fixed-cost-malloc-0123.so"]
     assert Path(torchpulse.__file__).exists()  # the stage went, never what its links named
 
 
 def test_without_valgrind_counting_fails_in_one_line(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(count.CountingError, match="valgrind is not installed"):
+        count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
+
+
+def test_without_a_c_compiler_counting_fails_in_one_line(monkeypatch, tmp_path):
+    # the allocator is not optional: glibc's would give counts of another level
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # nothing built before
+    monkeypatch.setenv("CC", "no-such-compiler")
+    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/valgrind")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(count.CountingError, match="^instruction counts need a C compiler"):
         count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
 
 

@@ -117,11 +117,12 @@ def count_one(name: str, spec: dict, dumps_dir: Path) -> dict:
 
 
 def in_fresh_arena(work: Callable[[], dict]) -> dict:
-    """``work()`` in a new thread: glibc gives a thread that allocates its own malloc arena
-    and cache, empty, so what the workload allocates lands the same way whatever the process
-    allocated before (the parent's imports, the spec it read); in the process's main arena,
-    a different history moved the counts by up to 0.4 % (docs/instructions.md). The stack
-    size is fixed: the default follows ``ulimit -s``.
+    """``work()`` in a new thread. Under glibc's malloc a thread that allocates gets its own
+    arena and cache, empty, so what the workload allocated landed the same way whatever the
+    process allocated before (in the main arena, a different history moved the counts by up
+    to 0.4 %, docs/instructions.md). Counted processes now run under torchpulse's malloc
+    (allocator.c), whose costs depend on neither; the thread stays, as the counts of API 9
+    were taken with it. The stack size is fixed: the default follows ``ulimit -s``.
 
     The thread starts its work only once the main thread is parked: threading.Thread's
     start and join ran Python code in the main thread after the work had begun, at a point
