@@ -91,6 +91,8 @@ for align in (8, 16, 64, 128, 4096, 1 << 16):
     assert p % align == 0
     libc.free(p)
 assert libc.posix_memalign(ctypes.byref(ctypes.c_void_p()), 24, 100) == 22  # EINVAL
+assert libc.posix_memalign(ctypes.byref(ctypes.c_void_p()), 1 << 31, 100) == 22
+assert libc.aligned_alloc(48, 100) is None
 
 # a forked child allocates as its parent does
 pid = os.fork()

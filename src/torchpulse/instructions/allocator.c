@@ -29,6 +29,13 @@
 #define CLASSES 200
 #define BIG_CLASS 0xffffffffu
 #define WIDE 256 /* requests this size and above are 64-byte aligned */
+#define MAX_ALIGN ((size_t)1 << 30) /* the header keeps the offset to the block in 32 bits */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define RELAX() __builtin_ia32_pause()
+#else
+#define RELAX() ((void)0)
+#endif
 
 struct header {
     uint64_t size;   /* the block's size (its class's, or the mapping's) */
@@ -42,7 +49,7 @@ static volatile int lock_word;
 
 static void lock(void) {
     while (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
-        while (lock_word) __builtin_ia32_pause();
+        while (lock_word) RELAX();
 }
 static void unlock(void) { __atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE); }
 
@@ -152,13 +159,13 @@ void *realloc(void *u, size_t n) {
 }
 
 void *memalign(size_t align, size_t n) {
-    if (align == 0 || (align & (align - 1))) { errno = EINVAL; return NULL; }
+    if (align == 0 || (align & (align - 1)) || align > MAX_ALIGN) { errno = EINVAL; return NULL; }
     if (align < 64 && n >= WIDE) align = 64;
     return aligned(align < HEADER ? HEADER : align, n ? n : 1);
 }
 void *aligned_alloc(size_t align, size_t n) { return memalign(align, n); }
 int posix_memalign(void **out, size_t align, size_t n) {
-    if (align < sizeof(void *) || (align & (align - 1))) return EINVAL;
+    if (align < sizeof(void *) || (align & (align - 1)) || align > MAX_ALIGN) return EINVAL;
     void *p = memalign(align, n);
     if (!p) return ENOMEM;
     *out = p;
