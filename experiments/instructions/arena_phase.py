@@ -9,8 +9,9 @@ changes. Findings in docs/instructions.md ("Determinism", the arena's offsets).
     python experiments/instructions/arena_phase.py OUT.json WORKLOADS BALLASTS [TUNABLES [PRELOAD]]
 
 WORKLOADS: comma-separated names; BALLASTS: comma-separated byte counts (0 included);
-TUNABLES: a GLIBC_TUNABLES string that replaces the counted process's malloc policy ('' keeps
-it); PRELOAD: a shared library preloaded into the counted process (another malloc).
+TUNABLES: a GLIBC_TUNABLES string for the counted process ('' for none; it only matters
+under glibc's malloc, which counted processes left at suite API 9); PRELOAD: a shared
+library preloaded in place of torchpulse's malloc (another malloc).
 About 15 s per workload and ballast on 2 cores, plus half a minute of start.
 """
 
@@ -35,8 +36,9 @@ from torchpulse.instructions import count
 names, tunables, preload = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 if tunables:
     count.ENVIRONMENT["GLIBC_TUNABLES"] = tunables
-if preload:
-    count.ENVIRONMENT["LD_PRELOAD"] = preload
+if preload:  # in place of torchpulse's malloc
+    from pathlib import Path
+    count.allocator.library = lambda: Path(preload)
 counted, failed = count.count(names, sizes.INSTRUCTIONS)
 print(json.dumps({"counts": {n: c.counts for n, c in counted.items()}, "failed": failed}))
 """
