@@ -54,7 +54,7 @@ def split(name: str) -> tuple[str, str, str]:
 
 # Left out of the default count (docs/instructions.md, "Cost"): the TorchScript ResNets run
 # the plain ResNets' kernels, which are counted, and their traced build takes 7-10 s a
-# workload under valgrind; DETR's jvp and vhp are the costliest of all (23-39 s a workload).
+# workload under valgrind; DETR's jvp and vhp are the costliest of all (30-37 s a workload).
 # ``all`` counts them too.
 LEFT_OUT = ("cnns/resnet18_jit/*", "cnns/resnet50_jit/*", "autograd/detr/jvp",
             "autograd/detr/vhp")
