@@ -98,6 +98,21 @@ def test_without_valgrind_counting_fails_in_one_line(monkeypatch):
         count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
 
 
+def test_a_malloc_the_loader_cannot_preload_fails_the_count_in_one_line(monkeypatch,
+                                                                        tmp_path):
+    # the loader only warns and goes on with glibc's malloc: counts of another level
+    broken = tmp_path / "fixed-cost-malloc-broken.so"
+    broken.write_text("not a shared library")
+    monkeypatch.setattr(count.allocator, "library", lambda: broken)
+    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/valgrind")
+    monkeypatch.setattr(count, "_run", lambda *args, **kwargs: pytest.fail("counted anyway"))
+    with pytest.raises(count.CountingError) as raised:
+        count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
+    message = str(raised.value)
+    assert message.startswith("the counted process cannot load torchpulse's malloc from /")
+    assert "cannot be preloaded" in message and "\n" not in message
+
+
 def test_without_a_c_compiler_counting_fails_in_one_line(monkeypatch, tmp_path):
     # the allocator is not optional: glibc's would give counts of another level
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # nothing built before

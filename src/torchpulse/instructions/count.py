@@ -142,6 +142,23 @@ def _run(cmd: list[str], env: dict, cwd: Path, timeout: float | None,
     return proc.returncode, last
 
 
+# run in the stage's surroundings, outside valgrind: is the preloaded malloc the one in use?
+PRELOAD_CHECK = ("import os, sys; sys.exit(0 if os.path.realpath(os.environ['LD_PRELOAD']) in "
+                 "open('/proc/self/maps').read() else 3)")
+
+
+def _check_preload(stage: normalised.Stage) -> None:
+    """CountingError unless a process started as the counted one loads torchpulse's
+    malloc: the dynamic loader only warns when it cannot (a /tmp mounted noexec, a broken
+    build), and glibc's malloc would then give counts of another level."""
+    done = subprocess.run([*stage.python, "-c", PRELOAD_CHECK], env=dict(stage.environ),
+                          cwd=stage.root, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise CountingError(f"the counted process cannot load torchpulse's malloc from "
+                            f"{stage.environ.get('LD_PRELOAD')}: {why}")
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -183,6 +200,7 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
     names = list(workloads)
     with normalised.stage(ENVIRONMENT, preload=malloc,
                           helper=client.helper()) as stage:
+        _check_preload(stage)
         inputs, out = stage.root / "in", stage.root / "out"
         inputs.mkdir()
         (out / "dumps").mkdir(parents=True)
