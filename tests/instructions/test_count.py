@@ -109,7 +109,8 @@ def test_a_malloc_the_loader_cannot_preload_fails_the_count_in_one_line(monkeypa
     with pytest.raises(count.CountingError) as raised:
         count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
     message = str(raised.value)
-    assert message.startswith("the counted process cannot load torchpulse's malloc from /")
+    assert message.startswith("the counted process cannot load torchpulse's malloc (built at "
+                              f"{broken}; remove it to build it again) from /")
     assert "cannot be preloaded" in message and "\n" not in message
 
 

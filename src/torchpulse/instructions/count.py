@@ -147,7 +147,7 @@ PRELOAD_CHECK = ("import os, sys; sys.exit(0 if os.path.realpath(os.environ['LD_
                  "open('/proc/self/maps').read() else 3)")
 
 
-def _check_preload(stage: normalised.Stage) -> None:
+def _check_preload(stage: normalised.Stage, built: Path) -> None:
     """CountingError unless a process started as the counted one loads torchpulse's
     malloc: the dynamic loader only warns when it cannot (a /tmp mounted noexec, a broken
     build), and glibc's malloc would then give counts of another level."""
@@ -155,7 +155,8 @@ def _check_preload(stage: normalised.Stage) -> None:
                           cwd=stage.root, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        raise CountingError(f"the counted process cannot load torchpulse's malloc from "
+        raise CountingError(f"the counted process cannot load torchpulse's malloc (built at "
+                            f"{built}; remove it to build it again) from "
                             f"{stage.environ.get('LD_PRELOAD')}: {why}")
 
 
@@ -200,7 +201,7 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
     names = list(workloads)
     with normalised.stage(ENVIRONMENT, preload=malloc,
                           helper=client.helper()) as stage:
-        _check_preload(stage)
+        _check_preload(stage, malloc)
         inputs, out = stage.root / "in", stage.root / "out"
         inputs.mkdir()
         (out / "dumps").mkdir(parents=True)
