@@ -43,11 +43,21 @@ def _ramp(x, y):
     return np.column_stack([np.ones(len(x)), z[best]])
 
 
+def _logistic(x, y):
+    rows = _sigmoids(x)
+    rc = rows - rows.mean(axis=1, keepdims=True)
+    yc = y - y.mean()
+    s = rc @ yc
+    best = int(np.argmax(s * s / np.maximum(np.einsum("ij,ij->i", rc, rc), 1e-300)))
+    return np.column_stack([np.ones(len(x)), rows[best]])
+
+
 def _curve(x, y):
     t = (x - x[0]) / max(x[-1] - x[0], 1) * 2.0 - 1.0
     best = None
     for design in (np.vander(t, curves.DEGREE + 1),
-                   *((_ramp(x, y),) if len(x) > MIN_RAMP else ())):
+                   *((_ramp(x, y),) if len(x) > MIN_RAMP else ()),
+                   *((_logistic(x, y),) if "--logistic" in sys.argv else ())):
         fitted = curves._fitted(design, y)
         rss = float(np.sum((y - fitted) ** 2))
         if best is None or rss < best[0]:
@@ -76,13 +86,129 @@ def _spans(positions, levels, changes, drifts):
         located = len({f.start for f in run} | {f.end + 1 for f in run if not f.change})
         if curves._bic(y, fitted, CURVE_PARAMS) <= curves._bic(
                 y, curves._fitted(steps, y), steps.shape[1] + located) \
-                and curves._noise_only(x, y - fitted, run):
+                and _noise_only(x, y - fitted, run):
             out.append((int(x[0]), int(x[-1]), tuple(run)))
     return out
 
 
+def _sigmoids(x):
+    """Rows of logistic curves over the span: centres from half a span before it to half
+    after, widths from 1/40 of the span to the span (an exponential or a power is the
+    lower or upper part of one)."""
+    t = (x - x[0]) / max(x[-1] - x[0], 1)
+    centre, width = np.meshgrid(np.linspace(-0.5, 1.5, 41), np.geomspace(0.025, 1.0, 16))
+    u = (t[None, :] - centre.ravel()[:, None]) / width.ravel()[:, None]
+    return 1.0 / (1.0 + np.exp(-np.clip(u, -50, 50)))
+
+
+def _best_column(y, base, rows):
+    """The least residual sum of squares of y on ``base`` and one row of ``rows``."""
+    q, _ = np.linalg.qr(base)
+    yr = y - q @ (q.T @ y)
+    zr = rows - (rows @ q) @ q.T
+    szz = np.einsum("ij,ij->i", zr, zr)
+    gain = np.where(szz > 1e-12, (zr @ yr) ** 2 / np.maximum(szz, 1e-300), 0.0)
+    return float(yr @ yr - gain.max())
+
+
+def _rss_with(x, y, extra):
+    """The least residual sum of squares of the smooth models with the columns ``extra``
+    beside them: the cubic, and the ramp with its knots chosen again with them in."""
+    t = (x - x[0]) / max(x[-1] - x[0], 1) * 2.0 - 1.0
+    cubic = np.column_stack([np.vander(t, curves.DEGREE + 1), *extra])
+    best = float(np.sum((y - curves._fitted(cubic, y)) ** 2))
+    if len(x) <= MIN_RAMP:
+        return best
+    base = np.column_stack([np.ones(len(x)), *extra])
+    q, _ = np.linalg.qr(base)
+    yr = y - q @ (q.T @ y)
+    k1, k2 = np.triu_indices(len(x), MIN_RAMP)
+    z = np.clip(x[None, :], x[k1][:, None], x[k2][:, None])
+    zr = z - (z @ q) @ q.T
+    szz = np.einsum("ij,ij->i", zr, zr)
+    gain = np.where(szz > 1e-12, (zr @ yr) ** 2 / np.maximum(szz, 1e-300), 0.0)
+    best = min(best, float(yr @ yr - gain.max()))
+    if "--logistic" in sys.argv:
+        best = min(best, _best_column(y, base, _sigmoids(x)))
+    return best
+
+
+STEP_F = float(next((a.split("=")[1] for a in sys.argv if a.startswith("--f=")), 9.0))  # an added step this significant (F, one column) is a real one
+
+
+def _real_step(x, y, run):
+    """A change point of the run that a step adds to the smooth model beyond STEP_F, the
+    ramp's knots chosen again with the step in the model."""
+    n = len(y)
+    rss0 = _rss_with(x, y, ())
+    for f in run:
+        if not f.change:
+            continue
+        step = (x >= f.start).astype(float)
+        if step.all() or not step.any():
+            continue
+        rss1 = _rss_with(x, y, (step,))
+        if rss1 <= 0 or (rss0 - rss1) / (rss1 / max(n - CURVE_PARAMS - 1, 1)) > STEP_F:
+            return True
+    return False
+
+
+def _spans_refit(positions, levels, changes, drifts):
+    """_spans with the jump test replaced by the added-step test above."""
+    found = curves._findings(changes, drifts)
+    out = []
+    for i, j in curves._runs(found):
+        a = found[i - 1].end + 1 if i > 0 else 0
+        b = found[j + 1].start if j + 1 < len(found) else int(positions[-1]) + 1
+        run = list(found[i:j + 1])
+        while run and run[0].change and run[0].start - a < curves.HELD:
+            a, run = run[0].start, run[1:]
+        while run and run[-1].change and b - run[-1].start < curves.HELD:
+            b, run = run[-1].start, run[:-1]
+        inside = (positions >= a) & (positions < b)
+        if len(run) < 2 or inside.sum() < curves.MIN_POINTS:
+            continue
+        x, y = positions[inside].astype(float), levels[inside]
+        _, fitted = _curve(x, y)
+        steps = curves._steps(x, run)
+        located = len({f.start for f in run} | {f.end + 1 for f in run if not f.change})
+        if curves._bic(y, fitted, CURVE_PARAMS) <= curves._bic(
+                y, curves._fitted(steps, y), steps.shape[1] + located) \
+                and _noise_only(x, y - fitted, ()) and not _real_step(x, y, run):
+            out.append((int(x[0]), int(x[-1]), tuple(run)))
+    return out
+
+
+JUMP_WINDOW, JUMP_Z = 5, 3.0
+
+
+def _noise_only(x, residuals, run):
+    """The merge's noise test before the added-step test replaced its jump test (as it
+    was at 065588f): white residuals, no jump at any of the run's change points."""
+    n = len(residuals)
+    power = float(np.dot(residuals, residuals))
+    if power == 0.0:
+        return True
+    if float(np.dot(residuals[:-1], residuals[1:])) / power > curves.RHO_SIGMAS / math.sqrt(n):
+        return False
+    sd = math.sqrt(power / max(n - curves.DEGREE - 1, 1))
+    for f in run:
+        if not f.change:
+            continue
+        k = int(np.searchsorted(x, f.start))
+        w = min(JUMP_WINDOW, k, n - k)
+        if w >= 2:
+            jump = residuals[k:k + w].mean() - residuals[k - w:k].mean()
+            if abs(jump) > JUMP_Z * sd * math.sqrt(2.0 / w):
+                return False
+    return True
+
+
 def patch():
-    curves._curve, curves.spans = _curve, _spans
+    if "--refit" in sys.argv:
+        curves._curve, curves.spans = (lambda x, y: _curve(x, y)[1]), _spans_refit
+    else:
+        curves._curve, curves.spans = (lambda x, y: _curve(x, y)[1]), _spans
 
 
 def trends(seed: int) -> str:
@@ -135,7 +261,8 @@ def on_the_rise(seed: int) -> str:
 
 
 def main() -> None:
-    what, seed = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 17
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    what, seed = args[0], int(args[1]) if len(args) > 1 else 17
     if what == "trends":
         print(f"seed {seed}, null with a change point / 3-dev. located / 5-dev. located")
         print("  before:", trends(seed))
@@ -152,7 +279,7 @@ def main() -> None:
         families = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(families)
         patch()
-        families.main(seed, int(sys.argv[3]) if len(sys.argv) > 3 else 20)
+        families.main(seed, int(args[2]) if len(args) > 2 else 20)
 
 
 if __name__ == "__main__":

@@ -3,12 +3,18 @@
 Segmentation fits steps, and the drift grouping (drift.py) straight lines, so a series that
 grows along a curve (a logistic, an exponential, a polynomial) comes out as a staircase: two
 or more change points and drifts in a row, all the same way. A person reads one rise. So a
-run of such findings is one drift where a cubic over the run's span explains the points as
-well as the run's own steps and lines do (the Bayesian information criterion, which charges
-each for its parameters), and leaves nothing but noise: residuals that are not correlated
-beyond RHO_SIGMAS standard errors of white noise, and no jump at any of the run's change
-points beyond JUMP_Z standard errors. Real steps in a row keep their change points: a cubic
-cannot follow a jump, and what it leaves at one is a jump in its residuals.
+run of such findings is one drift where a smooth curve over the run's span explains the
+points as well as the run's own steps and lines do (the Bayesian information criterion,
+which charges each for its parameters, the steps for where each segment starts as the curve
+is for its shape), leaves residuals that are not correlated beyond RHO_SIGMAS standard
+errors of white noise, and no step at any of the run's change points adds to the curve
+beyond STEP_F (the curve fitted again with the step in it, so that a curve bent to follow a
+step does not hide it). Real steps in a row keep their change points.
+
+The smooth curves, four parameters each, whichever leaves the least residuals: a cubic
+(bends twice); a ramp, flat then a line then flat, its knots at least MIN_RAMP points apart
+(closer, it would be a step); a logistic, of any centre and width (an exponential or a power
+is one end of one).
 
 A change point at either end of a run is tested only where HELD points on its outer side
 are part of the span; without them the curve never sees the level before (or after) it,
@@ -18,19 +24,22 @@ and it stays a change point.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from torchpulse.analysis.detector.model import ChangePoint, Drift, Regression
 
-DEGREE = 3  # of the curve: a cubic bends twice, as a logistic does
+DEGREE = 3  # of the cubic: it bends twice, as a logistic does
+PARAMS = 4  # of each smooth curve: the cubic's; a ramp's level, slope and knots; a logistic's
 HELD = 3  # points an end change point needs on its outer side within the span
 MIN_POINTS = 8  # a span with fewer points is no curve
+MIN_RAMP = 8  # points between a ramp's knots at least: closer, it is a step
+KNOTS = 64  # candidate knot positions, evenly spread over a longer span (bounds the work)
+BLOCK = 256  # candidate curves evaluated at once (bounds the memory)
 RHO_SIGMAS = 2.5  # the curve's residuals must look white: lag-1 autocorrelation bound
-JUMP_WINDOW = 5  # points each side of a change point whose residuals are compared
-JUMP_Z = 3.0  # a jump in the residuals this large (in standard errors) is a real step
+STEP_F = 9.0  # a step adding this much to the curve (F of one column: t = 3) is real
 
 
 @dataclass(frozen=True)
@@ -86,32 +95,92 @@ def _steps(x: np.ndarray, run: Sequence[_Finding]) -> np.ndarray:
     return np.column_stack(columns)
 
 
-def _curve(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The cubic's design on ``x`` and its fitted values."""
-    t = (x - x[0]) / max(x[-1] - x[0], 1) * 2.0 - 1.0
-    design = np.vander(t, DEGREE + 1)
-    return design, _fitted(design, y)
+def _places(run: Sequence[_Finding]) -> int:
+    """Where the run's own segments start: each a parameter of its model, as a ramp's knots
+    or a logistic's centre are of a curve's."""
+    return len({f.start for f in run} | {f.end + 1 for f in run if not f.change})
 
 
-def _noise_only(x: np.ndarray, residuals: np.ndarray, run: Sequence[_Finding]) -> bool:
-    """The curve leaves white residuals with no jump at any of the run's change points."""
-    n = len(residuals)
+def _ramps(x: np.ndarray) -> Iterator[np.ndarray]:
+    """Blocks of ramps over ``x``, a row each: clip(x, k1, k2) for knots at candidate
+    points at least MIN_RAMP points apart."""
+    at = np.unique(np.linspace(0, len(x) - 1, min(len(x), KNOTS)).round().astype(int))
+    i, j = np.nonzero(at[None, :] - at[:, None] >= MIN_RAMP)
+    lo, hi = x[at[i]], x[at[j]]
+    for b in range(0, len(lo), BLOCK):
+        yield np.clip(x[None, :], lo[b:b + BLOCK, None], hi[b:b + BLOCK, None])
+
+
+def _logistics(x: np.ndarray) -> Iterator[np.ndarray]:
+    """Logistic curves over ``x``, a row each: centres from half a span before it to half a
+    span after, widths from 1/40 of the span to the span."""
+    t = (x - x[0]) / max(x[-1] - x[0], 1.0)
+    centre, width = np.meshgrid(np.linspace(-0.5, 1.5, 41), np.geomspace(0.025, 1.0, 16))
+    u = (t[None, :] - centre.ravel()[:, None]) / width.ravel()[:, None]
+    yield 1.0 / (1.0 + np.exp(-np.clip(u, -50.0, 50.0)))
+
+
+def _best_row(y: np.ndarray, base: np.ndarray, blocks: Iterator[np.ndarray]
+              ) -> tuple[float, np.ndarray | None]:
+    """The least residual sum of squares of ``y`` on ``base`` and one row of ``blocks``,
+    with that row (None when no row adds anything)."""
+    q, _ = np.linalg.qr(base)
+    yr = y - q @ (q.T @ y)
+    best, row = float(yr @ yr), None
+    for rows in blocks:
+        zr = rows - (rows @ q) @ q.T
+        szz = np.einsum("ij,ij->i", zr, zr)
+        gain = np.where(szz > 1e-12, (zr @ yr) ** 2 / np.maximum(szz, 1e-300), 0.0)
+        k = int(np.argmax(gain))
+        if float(yr @ yr) - gain[k] < best:
+            best, row = float(yr @ yr) - float(gain[k]), rows[k]
+    return best, row
+
+
+def _smooth(x: np.ndarray, y: np.ndarray, extra: Sequence[np.ndarray] = ()
+            ) -> tuple[float, np.ndarray]:
+    """(residual sum of squares, design) of the smooth curve that fits ``y`` best with the
+    columns ``extra`` beside it: the cubic, a ramp or a logistic."""
+    t = (x - x[0]) / max(x[-1] - x[0], 1.0) * 2.0 - 1.0
+    design = np.column_stack([np.vander(t, DEGREE + 1), *extra])
+    best = (float(np.sum((y - _fitted(design, y)) ** 2)), design)
+    base = np.column_stack([np.ones(len(x)), *extra])
+    for blocks in ((_ramps(x),) if len(x) > MIN_RAMP else ()) + (_logistics(x),):
+        rss, row = _best_row(y, base, blocks)
+        if row is not None and rss < best[0]:
+            best = (rss, np.column_stack([base, row]))
+    return best
+
+
+def _curve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The best smooth curve's values on ``x``."""
+    return _fitted(_smooth(x, y)[1], y)
+
+
+def _white(residuals: np.ndarray) -> bool:
+    """Residuals whose lag-1 autocorrelation is within RHO_SIGMAS standard errors of white
+    noise."""
     power = float(np.dot(residuals, residuals))
     if power == 0.0:
         return True
-    if float(np.dot(residuals[:-1], residuals[1:])) / power > RHO_SIGMAS / math.sqrt(n):
-        return False
-    sd = math.sqrt(power / max(n - DEGREE - 1, 1))
+    rho = float(np.dot(residuals[:-1], residuals[1:])) / power
+    return rho <= RHO_SIGMAS / math.sqrt(len(residuals))
+
+
+def _real_step(x: np.ndarray, y: np.ndarray, run: Sequence[_Finding]) -> bool:
+    """Whether a step at one of the run's change points adds to the smooth curve beyond
+    STEP_F, the curve chosen again with the step beside it."""
+    n = len(y)
+    without = _smooth(x, y)[0]
     for f in run:
-        if not f.change:
+        step = (x >= f.start).astype(float)
+        if not f.change or step.all() or not step.any():
             continue
-        k = int(np.searchsorted(x, f.start))
-        w = min(JUMP_WINDOW, k, n - k)
-        if w >= 2:
-            jump = residuals[k:k + w].mean() - residuals[k - w:k].mean()
-            if abs(jump) > JUMP_Z * sd * math.sqrt(2.0 / w):
-                return False
-    return True
+        with_step = _smooth(x, y, (step,))[0]
+        if with_step <= 0.0 or (without - with_step) / (with_step / max(n - PARAMS - 1, 1)) \
+                > STEP_F:
+            return True
+    return False
 
 
 def spans(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoint],
@@ -132,10 +201,10 @@ def spans(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoi
         if len(run) < 2 or inside.sum() < MIN_POINTS:
             continue
         x, y = positions[inside].astype(float), levels[inside]
-        design, fitted = _curve(x, y)
+        fitted = _curve(x, y)
         steps = _steps(x, run)
-        if _bic(y, fitted, design.shape[1]) <= _bic(y, _fitted(steps, y), steps.shape[1]) \
-                and _noise_only(x, y - fitted, run):
+        if _bic(y, fitted, PARAMS) <= _bic(y, _fitted(steps, y), steps.shape[1] + _places(run)) \
+                and _white(y - fitted) and not _real_step(x, y, run):
             out.append((int(x[0]), int(x[-1]), tuple(run)))
     return out
 
@@ -154,7 +223,7 @@ def merge(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoi
     pvalues = {c.index: c.pvalue for c in changes} | {(d.start, d.end): d.pvalue for d in drifts}
     for first, last, run in found:
         inside = (positions >= first) & (positions <= last)
-        _, fitted = _curve(positions[inside].astype(float), levels[inside])
+        fitted = _curve(positions[inside].astype(float), levels[inside])
         p = min(pvalues[f.start] if f.change else pvalues[(f.start, f.end)] for f in run)
         merged.append(Drift(first, last, back(float(fitted[0])), back(float(fitted[-1])), p))
         gone_changes |= {f.start for f in run if f.change}
