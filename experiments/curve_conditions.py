@@ -1,9 +1,12 @@
 # An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
-"""Which of the curve merge's conditions (analysis/detector/curves.py) keeps a staircase
-along a smooth trend from becoming one drift: for each run of two or more same-way findings
-the merge tests in the moving family's null trend series, whether the cubic lost on the
-Bayesian information criterion to the run's own steps, and, where it did not, whether its
-residuals passed the noise-only test (white, no jump at the run's change points).
+"""What keeps a change point in the moving family's null trend series (logistic, exponential,
+polynomial growth, no step): for each such series the detector gives a change point, which of
+the curve merge's conditions (analysis/detector/curves.py) decided the runs of its findings:
+no run of two same-way findings; a run cut below two at a turn; the smooth curve lost on the
+Bayesian information criterion to the run's own steps; its residuals not white; a step at
+one of the run's change points adds to the curve fitted again with it (F above STEP_F).
+(Before 2026-11-28 this script counted the cubic's BIC and the old noise-only test instead;
+docs/detection.md gives both tables.)
 Run: .venv/bin/python experiments/curve_conditions.py [SEED]"""
 
 import sys
@@ -17,42 +20,71 @@ from torchpulse.evaluation import moving
 KINDS = ("logistic", "exponential", "polynomial")
 
 
+def decide(positions, levels, run):
+    """What the merge decided for one run (the conditions of curves.spans, in its order)."""
+    inside = (positions >= run[0]) & (positions < run[1])
+    found = run[2]
+    if len(found) < 2 or inside.sum() < curves.MIN_POINTS:
+        return "run cut below two at a turn"
+    x, y = positions[inside].astype(float), levels[inside]
+    fitted = curves._curve(x, y)
+    steps = curves._steps(x, found)
+    if curves._bic(y, fitted, curves.PARAMS) > curves._bic(
+            y, curves._fitted(steps, y), steps.shape[1] + curves._places(found)):
+        return "the curve lost on BIC"
+    if not curves._white(y - fitted):
+        return "residuals not white"
+    if curves._real_step(x, y, found):
+        return "a step adds to the curve"
+    return "merged"
+
+
+def runs(positions, changes, drifts):
+    """(first point, end, findings) of each run curves.spans tests, its ends trimmed."""
+    found = curves._findings(changes, drifts)
+    out = []
+    for i, j in curves._runs(found):
+        a = found[i - 1].end + 1 if i > 0 else 0
+        b = found[j + 1].start if j + 1 < len(found) else int(positions[-1]) + 1
+        run = list(found[i:j + 1])
+        while run and run[0].change and run[0].start - a < curves.HELD:
+            a, run = run[0].start, run[1:]
+        while run and run[-1].change and b - run[-1].start < curves.HELD:
+            b, run = run[-1].start, run[:-1]
+        out.append((a, b, run))
+    return out
+
+
 def main(seed: int) -> None:
-    bics: list[float] = []
-    noise: list[bool] = []
-    bic, noise_only = curves._bic, curves._noise_only
+    decided: list[str] = []
+    spans = curves.spans
 
-    def recorded_bic(*args):
-        bics.append(bic(*args))
-        return bics[-1]
+    def recorded(positions, levels, changes, drifts):
+        tested = runs(positions, changes, drifts)
+        decided.extend(decide(positions, levels, r) for r in tested)
+        if not tested:
+            decided.append("no run of two")
+        return spans(positions, levels, changes, drifts)
 
-    def recorded_noise(*args):
-        noise.append(noise_only(*args))
-        return noise[-1]
-
-    curves._bic, curves._noise_only = recorded_bic, recorded_noise
-    rng = np.random.default_rng(seed)
-    truths = moving.plan(100, 40, 160, rng)
+    curves.spans = recorded
+    rng = np.random.default_rng([seed, 51])
+    truths = moving.plan(100, 80, 160, rng)
+    tally: dict[str, Counter] = {kind: Counter() for kind in KINDS}
+    nulls = Counter()
+    for truth in truths:
+        values = moving.draw(truth, 100, rng)
+        if truth.shape not in KINDS or truth.change != "none":
+            continue
+        decided.clear()
+        verdict = analyse([Point(f"c{i}", v, ()) for i, v in enumerate(values)])
+        nulls[truth.shape] += 1
+        if verdict.change_points:
+            kept = sorted(set(decided) - {"merged"}) or ["merged, a change point outside it"]
+            tally[truth.shape][", ".join(kept)] += 1
+    curves.spans = spans
     for kind in KINDS:
-        tally, with_change = Counter(), 0
-        nulls = [t for t in truths if t.shape == kind and t.change == "none"]
-        for truth in nulls:
-            values = moving.draw(truth, 100, rng)
-            bics.clear()
-            noise.clear()
-            verdict = analyse([Point(f"c{i}", v, ()) for i, v in enumerate(values)])
-            with_change += bool(verdict.change_points)
-            # spans() computes the cubic's BIC, then the steps', for each run it tests; the
-            # noise-only test runs only where the cubic did not lose
-            answers = iter(noise)
-            for curve, steps in zip(bics[::2], bics[1::2], strict=True):
-                if curve > steps:
-                    tally["the cubic lost on BIC"] += 1
-                else:
-                    tally["merged" if next(answers) else "BIC ok, residuals not noise"] += 1
-        print(f"{kind}: {len(nulls)} null series, {with_change} with a change point; runs "
-              f"tested: {dict(tally)}")
-    curves._bic, curves._noise_only = bic, noise_only
+        print(f"{kind}: {nulls[kind]} null series, {sum(tally[kind].values())} with a change "
+              f"point: {dict(tally[kind])}")
 
 
 if __name__ == "__main__":

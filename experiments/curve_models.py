@@ -17,7 +17,11 @@ Run: .venv/bin/python experiments/curve_models.py trends SEED   (before and afte
      .venv/bin/python experiments/curve_models.py rise SEED      (3-deviation steps located,
          on the trend's rise or off it, before and after)
      .venv/bin/python experiments/curve_models.py families SEED  (families_in_process.py's
-         table with the patch; without it, run that script itself)"""
+         table with the patch; without it, run that script itself)
+Flags: --refit (the jump test replaced by the added-step test, the curve fitted again with
+the step), --logistic (a logistic beside the cubic and the ramp), --f=VALUE (that test's F).
+With both flags the patch is what analysis/detector/curves.py does since 2026-11-28 (but
+for its knots, at most 64 candidate points), so "before" is that detector."""
 
 import importlib.util
 import math
@@ -133,7 +137,8 @@ def _rss_with(x, y, extra):
     return best
 
 
-STEP_F = float(next((a.split("=")[1] for a in sys.argv if a.startswith("--f=")), 9.0))  # an added step this significant (F, one column) is a real one
+# an added step this significant (F, one column) is a real one; --f=VALUE to try another
+STEP_F = float(next((a.split("=")[1] for a in sys.argv if a.startswith("--f=")), 9.0))
 
 
 def _real_step(x, y, run):
