@@ -32,7 +32,7 @@ def decide(positions, levels, run):
     if curves._bic(y, fitted, curves.PARAMS) > curves._bic(
             y, curves._fitted(steps, y), steps.shape[1] + curves._places(found)):
         return "the curve lost on BIC"
-    if not curves._white(y - fitted):
+    if not curves._white(y - fitted, y):
         return "residuals not white"
     if curves._real_step(x, y, found):
         return "a step adds to the curve"

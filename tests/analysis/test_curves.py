@@ -90,6 +90,19 @@ def test_steps_planted_on_a_curve_are_still_located(kind):
     assert located >= 19
 
 
+def test_a_curve_that_fits_exactly_leaves_no_step_and_white_residuals():
+    """A noiseless quadratic: the cubic leaves only rounding, which neither the added-step
+    test nor the whiteness test may read as structure (an F of rounding over rounding)."""
+    x = np.arange(60.0)
+    y = 0.1 * (x / 59) ** 2
+    run = [curves._Finding(20, 20, True, True), curves._Finding(40, 40, True, True)]
+    assert curves._smooth(x, y)[0] < 1e-20
+    assert not curves._real_step(x, y, run)
+    assert curves._white(y - curves._curve(x, y), y)
+    changes = [ChangePoint(20, 1.0, 1.01, 1e-6, 0.001), ChangePoint(40, 1.01, 1.04, 1e-6, 0.001)]
+    assert [(a, b) for a, b, _ in curves.spans(x, y, changes, [])] == [(0, 59)]
+
+
 def test_long_spans_bound_the_candidate_curves():
     """A span of thousands of commits is tried against at most KNOTS candidate knots,
     BLOCK ramps at a time, so the work and the memory do not grow with its square."""

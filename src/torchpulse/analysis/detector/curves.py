@@ -157,11 +157,20 @@ def _curve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return _fitted(_smooth(x, y)[1], y)
 
 
-def _white(residuals: np.ndarray) -> bool:
+EXACT = 1e-12  # residuals this small a share of the span's variance: the curve is exact
+
+
+def _exact(residual_power: float, y: np.ndarray) -> bool:
+    """The curve leaves nothing but rounding (a noiseless polynomial): no test on its
+    residuals means anything."""
+    return residual_power <= EXACT * float(np.sum((y - y.mean()) ** 2))
+
+
+def _white(residuals: np.ndarray, y: np.ndarray) -> bool:
     """Residuals whose lag-1 autocorrelation is within RHO_SIGMAS standard errors of white
-    noise."""
+    noise (or none to speak of)."""
     power = float(np.dot(residuals, residuals))
-    if power == 0.0:
+    if _exact(power, y):
         return True
     rho = float(np.dot(residuals[:-1], residuals[1:])) / power
     return rho <= RHO_SIGMAS / math.sqrt(len(residuals))
@@ -172,6 +181,8 @@ def _real_step(x: np.ndarray, y: np.ndarray, run: Sequence[_Finding]) -> bool:
     STEP_F, the curve chosen again with the step beside it."""
     n = len(y)
     without = _smooth(x, y)[0]
+    if _exact(without, y):
+        return False
     for f in run:
         step = (x >= f.start).astype(float)
         if not f.change or step.all() or not step.any():
@@ -204,7 +215,7 @@ def spans(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoi
         fitted = _curve(x, y)
         steps = _steps(x, run)
         if _bic(y, fitted, PARAMS) <= _bic(y, _fitted(steps, y), steps.shape[1] + _places(run)) \
-                and _white(y - fitted) and not _real_step(x, y, run):
+                and _white(y - fitted, y) and not _real_step(x, y, run):
             out.append((int(x[0]), int(x[-1]), tuple(run)))
     return out
 
