@@ -37,7 +37,7 @@ HELD = 3  # points an end change point needs on its outer side within the span
 MIN_POINTS = 8  # a span with fewer points is no curve
 MIN_RAMP = 8  # points between a ramp's knots at least: closer, it is a step
 KNOTS = 64  # candidate knot positions, evenly spread over a longer span (bounds the work)
-BLOCK = 256  # candidate curves evaluated at once (bounds the memory)
+CELLS = 1 << 22  # values of candidate curves held at once (32 MB): bounds the memory
 RHO_SIGMAS = 2.5  # the curve's residuals must look white: lag-1 autocorrelation bound
 STEP_F = 9.0  # a step adding this much to the curve (F of one column: t = 3) is real
 
@@ -103,21 +103,25 @@ def _places(run: Sequence[_Finding]) -> int:
 
 def _ramps(x: np.ndarray) -> Iterator[np.ndarray]:
     """Blocks of ramps over ``x``, a row each: clip(x, k1, k2) for knots at candidate
-    points at least MIN_RAMP points apart."""
+    points at least MIN_RAMP points apart, CELLS values a block at most."""
     at = np.unique(np.linspace(0, len(x) - 1, min(len(x), KNOTS)).round().astype(int))
     i, j = np.nonzero(at[None, :] - at[:, None] >= MIN_RAMP)
     lo, hi = x[at[i]], x[at[j]]
-    for b in range(0, len(lo), BLOCK):
-        yield np.clip(x[None, :], lo[b:b + BLOCK, None], hi[b:b + BLOCK, None])
+    rows = max(1, CELLS // len(x))
+    for b in range(0, len(lo), rows):
+        yield np.clip(x[None, :], lo[b:b + rows, None], hi[b:b + rows, None])
 
 
 def _logistics(x: np.ndarray) -> Iterator[np.ndarray]:
-    """Logistic curves over ``x``, a row each: centres from half a span before it to half a
-    span after, widths from 1/40 of the span to the span."""
+    """Blocks of logistic curves over ``x``, a row each: centres from half a span before it
+    to half a span after, widths from 1/40 of the span to the span."""
     t = (x - x[0]) / max(x[-1] - x[0], 1.0)
-    centre, width = np.meshgrid(np.linspace(-0.5, 1.5, 41), np.geomspace(0.025, 1.0, 16))
-    u = (t[None, :] - centre.ravel()[:, None]) / width.ravel()[:, None]
-    yield 1.0 / (1.0 + np.exp(-np.clip(u, -50.0, 50.0)))
+    centre, width = (a.ravel() for a in np.meshgrid(np.linspace(-0.5, 1.5, 41),
+                                                    np.geomspace(0.025, 1.0, 16)))
+    rows = max(1, CELLS // len(x))
+    for b in range(0, len(centre), rows):
+        u = (t[None, :] - centre[b:b + rows, None]) / width[b:b + rows, None]
+        yield 1.0 / (1.0 + np.exp(-np.clip(u, -50.0, 50.0)))
 
 
 def _best_row(y: np.ndarray, base: np.ndarray, blocks: Iterator[np.ndarray]
