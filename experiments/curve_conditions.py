@@ -39,28 +39,12 @@ def decide(positions, levels, run):
     return "merged"
 
 
-def runs(positions, changes, drifts):
-    """(first point, end, findings) of each run curves.spans tests, its ends trimmed."""
-    found = curves._findings(changes, drifts)
-    out = []
-    for i, j in curves._runs(found):
-        a = found[i - 1].end + 1 if i > 0 else 0
-        b = found[j + 1].start if j + 1 < len(found) else int(positions[-1]) + 1
-        run = list(found[i:j + 1])
-        while run and run[0].change and run[0].start - a < curves.HELD:
-            a, run = run[0].start, run[1:]
-        while run and run[-1].change and b - run[-1].start < curves.HELD:
-            b, run = run[-1].start, run[:-1]
-        out.append((a, b, run))
-    return out
-
-
 def main(seed: int) -> None:
     decided: list[str] = []
     spans = curves.spans
 
     def recorded(positions, levels, changes, drifts):
-        tested = runs(positions, changes, drifts)
+        tested = curves.candidates(positions, changes, drifts)
         decided.extend(decide(positions, levels, r) for r in tested)
         if not tested:
             decided.append("no run of two")

@@ -69,18 +69,11 @@ def _curve(x, y):
     return best[1], best[2]
 
 
-def _spans(positions, levels, changes, drifts):
-    """curves.spans with the ramp and the steps charged for their places."""
-    found = curves._findings(changes, drifts)
+def _spans(positions, levels, changes, drifts, refit=False):
+    """curves.spans with the ramp and the steps charged for their places; with ``refit``,
+    the jump test replaced by the added-step test below."""
     out = []
-    for i, j in curves._runs(found):
-        a = found[i - 1].end + 1 if i > 0 else 0
-        b = found[j + 1].start if j + 1 < len(found) else int(positions[-1]) + 1
-        run = list(found[i:j + 1])
-        while run and run[0].change and run[0].start - a < curves.HELD:
-            a, run = run[0].start, run[1:]
-        while run and run[-1].change and b - run[-1].start < curves.HELD:
-            b, run = run[-1].start, run[:-1]
+    for a, b, run in curves.candidates(positions, changes, drifts):
         inside = (positions >= a) & (positions < b)
         if len(run) < 2 or inside.sum() < curves.MIN_POINTS:
             continue
@@ -88,9 +81,10 @@ def _spans(positions, levels, changes, drifts):
         _, fitted = _curve(x, y)
         steps = curves._steps(x, run)
         located = len({f.start for f in run} | {f.end + 1 for f in run if not f.change})
+        noise = (_noise_only(x, y - fitted, ()) and not _real_step(x, y, run)) if refit \
+            else _noise_only(x, y - fitted, run)
         if curves._bic(y, fitted, CURVE_PARAMS) <= curves._bic(
-                y, curves._fitted(steps, y), steps.shape[1] + located) \
-                and _noise_only(x, y - fitted, run):
+                y, curves._fitted(steps, y), steps.shape[1] + located) and noise:
             out.append((int(x[0]), int(x[-1]), tuple(run)))
     return out
 
@@ -158,32 +152,6 @@ def _real_step(x, y, run):
     return False
 
 
-def _spans_refit(positions, levels, changes, drifts):
-    """_spans with the jump test replaced by the added-step test above."""
-    found = curves._findings(changes, drifts)
-    out = []
-    for i, j in curves._runs(found):
-        a = found[i - 1].end + 1 if i > 0 else 0
-        b = found[j + 1].start if j + 1 < len(found) else int(positions[-1]) + 1
-        run = list(found[i:j + 1])
-        while run and run[0].change and run[0].start - a < curves.HELD:
-            a, run = run[0].start, run[1:]
-        while run and run[-1].change and b - run[-1].start < curves.HELD:
-            b, run = run[-1].start, run[:-1]
-        inside = (positions >= a) & (positions < b)
-        if len(run) < 2 or inside.sum() < curves.MIN_POINTS:
-            continue
-        x, y = positions[inside].astype(float), levels[inside]
-        _, fitted = _curve(x, y)
-        steps = curves._steps(x, run)
-        located = len({f.start for f in run} | {f.end + 1 for f in run if not f.change})
-        if curves._bic(y, fitted, CURVE_PARAMS) <= curves._bic(
-                y, curves._fitted(steps, y), steps.shape[1] + located) \
-                and _noise_only(x, y - fitted, ()) and not _real_step(x, y, run):
-            out.append((int(x[0]), int(x[-1]), tuple(run)))
-    return out
-
-
 JUMP_WINDOW, JUMP_Z = 5, 3.0
 
 
@@ -211,7 +179,8 @@ def _noise_only(x, residuals, run):
 
 def patch():
     if "--refit" in sys.argv:
-        curves._curve, curves.spans = (lambda x, y: _curve(x, y)[1]), _spans_refit
+        curves._curve = lambda x, y: _curve(x, y)[1]
+        curves.spans = lambda *args: _spans(*args, refit=True)
     else:
         curves._curve, curves.spans = (lambda x, y: _curve(x, y)[1]), _spans
 

@@ -198,10 +198,11 @@ def _real_step(x: np.ndarray, y: np.ndarray, run: Sequence[_Finding]) -> bool:
     return False
 
 
-def spans(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoint],
-          drifts: Sequence[Drift]) -> list[tuple[int, int, tuple[_Finding, ...]]]:
-    """(first point, last point, findings) of each run a curve explains; ``positions``:
-    the points' indices in the series, ``levels``: their levels on the analysis scale."""
+def candidates(positions: np.ndarray, changes: Sequence[ChangePoint],
+               drifts: Sequence[Drift]) -> list[tuple[int, int, list[_Finding]]]:
+    """(first point, end, findings) of each run of two or more same-way findings, its span
+    bounded by the findings either side and each end change point without HELD points on
+    its outer side dropped (the run may be left with fewer than two)."""
     found = _findings(changes, drifts)
     out = []
     for i, j in _runs(found):
@@ -212,14 +213,31 @@ def spans(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoi
             a, run = run[0].start, run[1:]
         while run and run[-1].change and b - run[-1].start < HELD:
             b, run = run[-1].start, run[:-1]
+        out.append((a, b, run))
+    return out
+
+
+def explains(x: np.ndarray, y: np.ndarray, run: Sequence[_Finding]) -> bool:
+    """Whether a smooth curve explains the points ``x``, ``y`` of a run: it fits them as
+    well as the run's own steps and lines do, leaves white residuals, and no step at the
+    run's change points adds to it."""
+    fitted = _curve(x, y)
+    steps = _steps(x, run)
+    return _bic(y, fitted, PARAMS) <= _bic(y, _fitted(steps, y), steps.shape[1] + _places(run)) \
+        and _white(y - fitted, y) and not _real_step(x, y, run)
+
+
+def spans(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoint],
+          drifts: Sequence[Drift]) -> list[tuple[int, int, tuple[_Finding, ...]]]:
+    """(first point, last point, findings) of each run a curve explains; ``positions``:
+    the points' indices in the series, ``levels``: their levels on the analysis scale."""
+    out = []
+    for a, b, run in candidates(positions, changes, drifts):
         inside = (positions >= a) & (positions < b)
         if len(run) < 2 or inside.sum() < MIN_POINTS:
             continue
         x, y = positions[inside].astype(float), levels[inside]
-        fitted = _curve(x, y)
-        steps = _steps(x, run)
-        if _bic(y, fitted, PARAMS) <= _bic(y, _fitted(steps, y), steps.shape[1] + _places(run)) \
-                and _white(y - fitted, y) and not _real_step(x, y, run):
+        if explains(x, y, run):
             out.append((int(x[0]), int(x[-1]), tuple(run)))
     return out
 
