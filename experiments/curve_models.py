@@ -18,10 +18,10 @@ Run: .venv/bin/python experiments/curve_models.py trends SEED   (before and afte
          on the trend's rise or off it, before and after)
      .venv/bin/python experiments/curve_models.py families SEED  (families_in_process.py's
          table with the patch; without it, run that script itself)
-Flags: --refit (the jump test replaced by the added-step test, the curve fitted again with
-the step), --logistic (a logistic beside the cubic and the ramp), --f=VALUE (that test's F).
-With both flags the patch is what analysis/detector/curves.py does since 2026-11-28 (but
-for its knots, at most 64 candidate points), so "before" is that detector."""
+Flags, which make "after" the detector itself (analysis/detector/curves.py since 2026-11-28:
+the ramp and a logistic beside the cubic, the added-step test) with one constant changed:
+--f=VALUE (its added-step test's F, STEP_F), --knots=N (the ramp's candidate knots, KNOTS;
+100 tries every point of these series, as the first version of the experiment did)."""
 
 import importlib.util
 import math
@@ -47,21 +47,11 @@ def _ramp(x, y):
     return np.column_stack([np.ones(len(x)), z[best]])
 
 
-def _logistic(x, y):
-    rows = _sigmoids(x)
-    rc = rows - rows.mean(axis=1, keepdims=True)
-    yc = y - y.mean()
-    s = rc @ yc
-    best = int(np.argmax(s * s / np.maximum(np.einsum("ij,ij->i", rc, rc), 1e-300)))
-    return np.column_stack([np.ones(len(x)), rows[best]])
-
-
 def _curve(x, y):
     t = (x - x[0]) / max(x[-1] - x[0], 1) * 2.0 - 1.0
     best = None
     for design in (np.vander(t, curves.DEGREE + 1),
-                   *((_ramp(x, y),) if len(x) > MIN_RAMP else ()),
-                   *((_logistic(x, y),) if "--logistic" in sys.argv else ())):
+                   *((_ramp(x, y),) if len(x) > MIN_RAMP else ())):
         fitted = curves._fitted(design, y)
         rss = float(np.sum((y - fitted) ** 2))
         if best is None or rss < best[0]:
@@ -69,9 +59,8 @@ def _curve(x, y):
     return best[1], best[2]
 
 
-def _spans(positions, levels, changes, drifts, refit=False):
-    """curves.spans with the ramp and the steps charged for their places; with ``refit``,
-    the jump test replaced by the added-step test below."""
+def _spans(positions, levels, changes, drifts):
+    """curves.spans with the ramp and the steps charged for their places."""
     out = []
     for a, b, run in curves.candidates(positions, changes, drifts):
         inside = (positions >= a) & (positions < b)
@@ -80,76 +69,11 @@ def _spans(positions, levels, changes, drifts, refit=False):
         x, y = positions[inside].astype(float), levels[inside]
         _, fitted = _curve(x, y)
         steps = curves._steps(x, run)
-        located = len({f.start for f in run} | {f.end + 1 for f in run if not f.change})
-        noise = (_noise_only(x, y - fitted, ()) and not _real_step(x, y, run)) if refit \
-            else _noise_only(x, y - fitted, run)
         if curves._bic(y, fitted, CURVE_PARAMS) <= curves._bic(
-                y, curves._fitted(steps, y), steps.shape[1] + located) and noise:
+                y, curves._fitted(steps, y), steps.shape[1] + curves._places(run)) \
+                and _noise_only(x, y - fitted, run):
             out.append((int(x[0]), int(x[-1]), tuple(run)))
     return out
-
-
-def _sigmoids(x):
-    """Rows of logistic curves over the span: centres from half a span before it to half
-    after, widths from 1/40 of the span to the span (an exponential or a power is the
-    lower or upper part of one)."""
-    t = (x - x[0]) / max(x[-1] - x[0], 1)
-    centre, width = np.meshgrid(np.linspace(-0.5, 1.5, 41), np.geomspace(0.025, 1.0, 16))
-    u = (t[None, :] - centre.ravel()[:, None]) / width.ravel()[:, None]
-    return 1.0 / (1.0 + np.exp(-np.clip(u, -50, 50)))
-
-
-def _best_column(y, base, rows):
-    """The least residual sum of squares of y on ``base`` and one row of ``rows``."""
-    q, _ = np.linalg.qr(base)
-    yr = y - q @ (q.T @ y)
-    zr = rows - (rows @ q) @ q.T
-    szz = np.einsum("ij,ij->i", zr, zr)
-    gain = np.where(szz > 1e-12, (zr @ yr) ** 2 / np.maximum(szz, 1e-300), 0.0)
-    return float(yr @ yr - gain.max())
-
-
-def _rss_with(x, y, extra):
-    """The least residual sum of squares of the smooth models with the columns ``extra``
-    beside them: the cubic, and the ramp with its knots chosen again with them in."""
-    t = (x - x[0]) / max(x[-1] - x[0], 1) * 2.0 - 1.0
-    cubic = np.column_stack([np.vander(t, curves.DEGREE + 1), *extra])
-    best = float(np.sum((y - curves._fitted(cubic, y)) ** 2))
-    if len(x) <= MIN_RAMP:
-        return best
-    base = np.column_stack([np.ones(len(x)), *extra])
-    q, _ = np.linalg.qr(base)
-    yr = y - q @ (q.T @ y)
-    k1, k2 = np.triu_indices(len(x), MIN_RAMP)
-    z = np.clip(x[None, :], x[k1][:, None], x[k2][:, None])
-    zr = z - (z @ q) @ q.T
-    szz = np.einsum("ij,ij->i", zr, zr)
-    gain = np.where(szz > 1e-12, (zr @ yr) ** 2 / np.maximum(szz, 1e-300), 0.0)
-    best = min(best, float(yr @ yr - gain.max()))
-    if "--logistic" in sys.argv:
-        best = min(best, _best_column(y, base, _sigmoids(x)))
-    return best
-
-
-# an added step this significant (F, one column) is a real one; --f=VALUE to try another
-STEP_F = float(next((a.split("=")[1] for a in sys.argv if a.startswith("--f=")), 9.0))
-
-
-def _real_step(x, y, run):
-    """A change point of the run that a step adds to the smooth model beyond STEP_F, the
-    ramp's knots chosen again with the step in the model."""
-    n = len(y)
-    rss0 = _rss_with(x, y, ())
-    for f in run:
-        if not f.change:
-            continue
-        step = (x >= f.start).astype(float)
-        if step.all() or not step.any():
-            continue
-        rss1 = _rss_with(x, y, (step,))
-        if rss1 <= 0 or (rss0 - rss1) / (rss1 / max(n - CURVE_PARAMS - 1, 1)) > STEP_F:
-            return True
-    return False
 
 
 JUMP_WINDOW, JUMP_Z = 5, 3.0
@@ -177,10 +101,16 @@ def _noise_only(x, residuals, run):
     return True
 
 
+def _flag(name):
+    return next((a.split("=", 1)[1] for a in sys.argv if a.startswith(f"--{name}=")), None)
+
+
 def patch():
-    if "--refit" in sys.argv:
-        curves._curve = lambda x, y: _curve(x, y)[1]
-        curves.spans = lambda *args: _spans(*args, refit=True)
+    """With --f or --knots, the detector with that constant changed; else the experiment
+    of 2026-11-27 (a ramp beside the cubic, the jump test)."""
+    if _flag("f") or _flag("knots"):
+        curves.STEP_F = float(_flag("f") or curves.STEP_F)
+        curves.KNOTS = int(_flag("knots") or curves.KNOTS)
     else:
         curves._curve, curves.spans = (lambda x, y: _curve(x, y)[1]), _spans
 
