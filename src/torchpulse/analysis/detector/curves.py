@@ -180,11 +180,13 @@ def _white(residuals: np.ndarray, y: np.ndarray) -> bool:
     return rho <= RHO_SIGMAS / math.sqrt(len(residuals))
 
 
-def _real_step(x: np.ndarray, y: np.ndarray, run: Sequence[_Finding]) -> bool:
+def _real_step(x: np.ndarray, y: np.ndarray, run: Sequence[_Finding],
+               without: float | None = None) -> bool:
     """Whether a step at one of the run's change points adds to the smooth curve beyond
-    STEP_F, the curve chosen again with the step beside it."""
+    STEP_F, the curve chosen again with the step beside it; ``without``: the smooth curve's
+    residual sum of squares, when the caller has it."""
     n = len(y)
-    without = _smooth(x, y)[0]
+    without = _smooth(x, y)[0] if without is None else without
     if _exact(without, y):
         return False
     for f in run:
@@ -221,10 +223,11 @@ def explains(x: np.ndarray, y: np.ndarray, run: Sequence[_Finding]) -> bool:
     """Whether a smooth curve explains the points ``x``, ``y`` of a run: it fits them as
     well as the run's own steps and lines do, leaves white residuals, and no step at the
     run's change points adds to it."""
-    fitted = _curve(x, y)
+    rss, design = _smooth(x, y)
+    fitted = _fitted(design, y)
     steps = _steps(x, run)
     return _bic(y, fitted, PARAMS) <= _bic(y, _fitted(steps, y), steps.shape[1] + _places(run)) \
-        and _white(y - fitted, y) and not _real_step(x, y, run)
+        and _white(y - fitted, y) and not _real_step(x, y, run, rss)
 
 
 def spans(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoint],
