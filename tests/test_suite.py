@@ -465,7 +465,7 @@ def test_count_instructions_hands_asv_counts_and_stores_the_commits_profile(monk
     import pickle
     import pickletools
 
-    from torchpulse.instructions import count, profiles
+    from torchpulse.instructions import count, profiles, reuse
 
     sha = "c" * 40
     monkeypatch.setenv("ASV_COMMIT", sha)
@@ -474,10 +474,17 @@ def test_count_instructions_hands_asv_counts_and_stores_the_commits_profile(monk
     monkeypatch.delenv(profiles.FOLDER_ENV, raising=False)
     counted = {"rnns/py/forward": count.Counted("rnns/py/forward", 900, [900, 901, 899],
                                                 {"f": 600, "g": 200})}
-    monkeypatch.setattr(count, "count", lambda workloads, tables, log: (
-        counted, {"rnns/nope/forward": "no such runner"}))
+    monkeypatch.delenv(count.REUSE_ENV, raising=False)
+    asked = []
+
+    def counts(workloads, tables, log, reuse_in):
+        asked.append(reuse_in)
+        return counted, {"rnns/nope/forward": "no such runner"}
+
+    monkeypatch.setattr(count, "count", counts)
     got = suite.count_instructions(["rnns/py/forward", "rnns/nope/forward"],
                                    sizes.INSTRUCTIONS)
+    assert asked == [reuse.directory()]  # counts of unchanged inputs are reused
     assert got == {"counts": {"rnns/py/forward": 900},
                    "failed": {"rnns/nope/forward": "no such runner"}, "unavailable": ""}
     opcodes = {op.name for op, _, _ in pickletools.genops(pickle.dumps(got))}
@@ -485,7 +492,16 @@ def test_count_instructions_hands_asv_counts_and_stores_the_commits_profile(monk
     assert profiles.read(tmp_path / ".asv" / "profiles", sha, "env") == {
         "rnns/py/forward": {"f": 600, "g": 200}}
 
-    def fails(workloads, tables, log):
+    monkeypatch.setenv(count.REUSE_ENV, "no")
+    suite.count_instructions(["rnns/py/forward"], sizes.INSTRUCTIONS)
+    assert asked[-1] is None
+    monkeypatch.setenv(count.REUSE_ENV, "maybe")
+    assert suite.count_instructions(["rnns/py/forward"], sizes.INSTRUCTIONS) == {
+        "counts": {}, "failed": {},
+        "unavailable": "$TORCHPULSE_COUNT_REUSE must be yes or no, not 'maybe'"}
+    monkeypatch.delenv(count.REUSE_ENV)
+
+    def fails(workloads, tables, log, reuse_in):
         raise count.CountingError("valgrind is not installed")
 
     monkeypatch.setattr(count, "count", fails)

@@ -171,7 +171,9 @@ def compile_zoo(models: list[str], backends: list[str]) -> dict:
 def count_instructions(workloads: list[str], tables: dict) -> dict:
     """The instructions of every workload of the family (``workloads``, names of
     torchpulse.instructions.family) at ``tables`` (sizes.INSTRUCTIONS of the working tree),
-    counted in one callgrind process (asv's setup_cache): {"counts": {name: instructions},
+    counted in one callgrind process (asv's setup_cache), or taken from an earlier count of
+    the same inputs (instructions.reuse; not with $TORCHPULSE_COUNT_REUSE=no):
+    {"counts": {name: instructions},
     "failed": {name: error}, "unavailable": why none could be counted, or ""}.
 
     Plain dicts, ints and strings only (asv unpickles this once per parameter). CUDA runs
@@ -179,13 +181,13 @@ def count_instructions(workloads: list[str], tables: dict) -> dict:
     import sys
 
     from torchpulse.instructions import profiles
-    from torchpulse.instructions.count import CountingError, count
+    from torchpulse.instructions.count import CountingError, count, reuse_folder
 
     if device() != "cpu":
         return {"counts": {}, "failed": {},
                 "unavailable": "instruction counts are taken on CPU runs only"}
     try:
-        counted, failed = count(workloads, tables,
+        counted, failed = count(workloads, tables, reuse_in=reuse_folder(),
                                 log=lambda line: print(f"instructions: {line}",
                                                        file=sys.stderr, flush=True))
     except CountingError as exc:

@@ -220,7 +220,8 @@ SPREAD = 0.001
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (callgrind)")
-def test_two_clones_count_the_same_whatever_their_paths_environments_and_load(tmp_path):
+def test_two_clones_count_the_same_whatever_their_paths_environments_and_load(tmp_path,
+                                                                             monkeypatch):
     # the same package from another clone at a longer path, started from another working
     # directory with another environment (a larger one, another asv machine) beside a hog,
     # while this process counts from this checkout: side by side, since a count does not
@@ -239,7 +240,8 @@ def test_two_clones_count_the_same_whatever_their_paths_environments_and_load(tm
                                  cwd=elsewhere, env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
         try:
-            quiet, failed = count.count(WORKLOADS, sizes.INSTRUCTIONS)
+            quiet, failed = count.count(WORKLOADS, sizes.INSTRUCTIONS,
+                                        reuse_in=tmp_path / "runs")
             out, err = other.communicate()
         finally:
             other.kill()
@@ -266,6 +268,29 @@ def test_two_clones_count_the_same_whatever_their_paths_environments_and_load(tm
                    {"rnns/cudnn/forward": counted.instructions})
     assert target.stat().st_size <= PROFILE_BUDGET
     assert profiles.read(tmp_path, sha, "env") == {"rnns/cudnn/forward": counted.functions}
+    _the_same_inputs_are_not_counted_again(tmp_path / "runs", quiet, monkeypatch)
+
+
+def _the_same_inputs_are_not_counted_again(runs: Path, counted: dict, monkeypatch) -> None:
+    """The quiet count stored what its workloads were made of, as the originals of the
+    stage's copies and links; counted again, nothing has changed: the same figures, and
+    the counted process is not started."""
+    (stored,) = [json.loads(p.read_text()) for p in runs.glob("run-*.json")]
+    files, folders = stored["inputs"]["files"], stored["inputs"]["folders"]
+    package = Path(torchpulse.__file__).parent
+    assert str(package / "workloads.py") in files and str(package) in folders
+    assert any(Path(f).name == "libtorch_cpu.so" for f in files)
+    assert any(Path(f).name.startswith("fixed-cost-malloc") for f in files)  # its origin
+    assert not any("/tpc-" in path for path in (*files, *folders))  # nothing of the stage's
+
+    def not_started(*args, **kwargs):
+        raise AssertionError("counted again")
+
+    monkeypatch.setattr(count, "_run", not_started)
+    again, failed = count.count(WORKLOADS[:2], sizes.INSTRUCTIONS, reuse_in=runs)
+    assert failed == {} and all(c.reused for c in again.values())
+    assert {n: (c.instructions, c.counts, c.functions) for n, c in again.items()} == \
+        {n: (c.instructions, c.counts, c.functions) for n, c in counted.items()}
 
 
 def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):

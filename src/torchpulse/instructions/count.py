@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.instructions import allocator, callgrind, client, normalised, worker
+from torchpulse.instructions import allocator, callgrind, client, normalised, reuse, worker
 
 WINDOWS = 3  # counted windows per workload; the median window's per-call figure is stored
 WINDOW = 5_000_000  # instructions a window aims at (worker.calls_for): periodic work averages out
@@ -36,6 +36,7 @@ TOP_FUNCTIONS = 200  # functions kept per workload's profile, by own instruction
 ENVIRONMENT = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "TORCHPULSE_DEVICE": "cpu"}
 JOBS_ENV = "TORCHPULSE_COUNT_JOBS"  # workloads counted at once; the machine's cores if unset
+REUSE_ENV = "TORCHPULSE_COUNT_REUSE"  # "no": count every commit, even one that changed nothing
 
 
 class CountingError(TorchpulseError, RuntimeError):
@@ -53,6 +54,7 @@ class Counted:
     counts: list[int]
     functions: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per worker.PHASES
+    reused: bool = False  # taken from an earlier count of the same inputs (reuse.py)
 
     @property
     def spread(self) -> float:
@@ -88,6 +90,17 @@ def jobs() -> int:
         return int(text)
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                else os.cpu_count() or 1)
+
+
+def reuse_folder() -> Path | None:
+    """Where the asv suite keeps counts to reuse (reuse.directory()), or None where
+    $TORCHPULSE_COUNT_REUSE is ``no``."""
+    text = os.environ.get(REUSE_ENV, "").strip().lower()
+    if text in ("", "yes"):
+        return reuse.directory()
+    if text == "no":
+        return None
+    raise CountingError(f"${REUSE_ENV} must be yes or no, not {text!r}")
 
 
 def command(stage: normalised.Stage, workloads: int, processes: int, *,
@@ -167,7 +180,11 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _collect(workloads: Sequence[str], out: Path) -> tuple[dict[str, Counted], dict[str, str]]:
+def _collect(workloads: Sequence[str], out: Path,
+             inputs: dict[str, set[str]] | None = None
+             ) -> tuple[dict[str, Counted], dict[str, str]]:
+    """Each workload's figure from its child's files; ``inputs`` gathers what the children
+    that counted were made of (worker.inputs)."""
     counted: dict[str, Counted] = {}
     failed: dict[str, str] = {}
     for index, name in enumerate(workloads):
@@ -184,48 +201,105 @@ def _collect(workloads: Sequence[str], out: Path) -> tuple[dict[str, Counted], d
                  for n in numbers]
         counted[name] = summarise(name, dumps, result["calls"],
                                   seconds=result.get("seconds"))
+        if inputs is not None:
+            for kind in ("files", "folders"):
+                inputs.setdefault(kind, set()).update(result.get("inputs", {}).get(kind, ()))
     return counted, failed
 
 
 def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
           window: int = WINDOW, processes: int | None = None, timeout: float | None = None,
-          log=None) -> tuple[dict[str, Counted], dict[str, str]]:
+          log=None, reuse_in: Path | None = None
+          ) -> tuple[dict[str, Counted], dict[str, str]]:
     """Count every workload under one callgrind process, ``processes`` children at a time
     (``jobs()`` by default): ({name: Counted}, {name: error} for the workloads that failed
-    on their own). CountingError when the process fails as a whole."""
+    on their own). CountingError when the process fails as a whole. With ``reuse_in`` (a
+    folder, reuse.directory()), a workload counted before from the same inputs takes that
+    figure (``Counted.reused``) and what is counted is stored there."""
     valgrind()  # before the libraries are built (and cached) for nothing
     malloc = allocator.library()
     if malloc is None:
         raise CountingError("instruction counts need a C compiler (cc) to build the "
                             "allocator they count under (Debian/Ubuntu: apt install gcc)")
-    names = list(workloads)
     with normalised.stage(ENVIRONMENT, preload=malloc,
                           helper=client.helper()) as stage:
+        specs = {name: {"name": name, "windows": windows, "window": window, "tables": tables,
+                        "helper": str(stage.helper) if stage.helper else None}
+                 for name in workloads}
+        past = _Past(stage, specs, reuse_in, log)
+        names = [name for name in specs if name not in past.reused]
+        if not names:
+            return past.reused, {}
         _check_preload(stage, malloc)
-        inputs, out = stage.root / "in", stage.root / "out"
-        inputs.mkdir()
-        (out / "dumps").mkdir(parents=True)
-        # the parent's warm-up: the same file whatever the selection (worker.prewarm)
-        (stage.root / "prewarm.json").write_text(json.dumps({"tables": tables}))
-        for index, name in enumerate(names):  # one file each: nothing shared grows with more
-            (inputs / f"{index}.json").write_text(json.dumps({
-                "name": name, "windows": windows, "window": window, "tables": tables,
-                "helper": str(stage.helper) if stage.helper else None}))
-        cmd = command(stage, len(names), processes or jobs(),
-                      instr_at_start=stage.helper is None)
+        counted, failed = _count_staged(stage, names, specs, tables, processes, timeout, log,
+                                        past.inputs)
+        past.store(counted)
+        return {**past.reused, **counted}, failed
 
-        def progress(line: str) -> None:  # the worker says indexes: the names are here
-            verb, _, rest = line.partition(" ")
-            index, _, tail = rest.partition(" ")
-            if log is not None:
-                known = verb in ("counted", "failed") and index.isdigit() \
-                    and int(index) < len(names)
-                log(f"{verb} {names[int(index)]}{' ' + tail if tail else ''}" if known
-                    else line)
 
-        # the lock goes with it: a counted process that outlives this one keeps its stage
-        returncode, tail = _run(cmd, dict(stage.environ), stage.root, timeout, progress,
-                                (stage.lock,))
-        if returncode != 0:
-            raise CountingError(f"the counted process failed (exit {returncode}): {tail}")
-        return _collect(names, out)
+class _Past:
+    """The counts of ``specs`` taken before from the same inputs (reuse.py), found when made;
+    ``store`` keeps this run's. Nothing either way without a folder."""
+
+    def __init__(self, stage: normalised.Stage, specs: dict[str, dict], folder: Path | None,
+                 log) -> None:
+        self.stage, self.specs, self.folder = stage, specs, folder
+        self.reused: dict[str, Counted] = {}
+        self.inputs: dict[str, set[str]] | None = None
+        if folder is None:
+            return
+        self.inputs = {}
+        self.digests = reuse.Digests(normalised.PACKAGE)
+        cmd = command(stage, 0, 0, instr_at_start=stage.helper is None)[:-2]
+        self.context = reuse.context(cmd, stage.environ, stage.root, Path(__file__).parent)
+        self.settings = {name: reuse.settings(spec) for name, spec in specs.items()}
+        found = reuse.lookup(folder, self.context, self.settings, self.digests)
+        self.reused = {name: Counted(name, stored["instructions"], stored["counts"],
+                                     stored["functions"], stored["seconds"], reused=True)
+                       for name, (stored, _) in found.items()}
+        if found and log is not None:
+            runs = sorted({run for _, run in found.values()})
+            log(f"reused {len(found)} of {len(specs)} counts: nothing they were made of has "
+                f"changed since {', '.join(runs)} (in {folder})")
+
+    def store(self, counted: dict[str, Counted]) -> None:
+        if self.folder is None or self.inputs is None:
+            return
+        files = {str(p) for p in map(self.stage.origin, self.inputs.get("files", ())) if p}
+        folders = {str(p) for p in map(self.stage.origin, self.inputs.get("folders", ())) if p}
+        reuse.store(self.folder, self.context,
+                    {name: {"settings": self.settings[name], "instructions": c.instructions,
+                            "counts": c.counts, "functions": c.functions,
+                            "seconds": c.seconds} for name, c in counted.items()},
+                    self.digests.of(files, folders))
+
+
+def _count_staged(stage: normalised.Stage, names: list[str], specs: dict[str, dict],
+                  tables: dict, processes: int | None, timeout: float | None, log,
+                  inputs: dict[str, set[str]] | None
+                  ) -> tuple[dict[str, Counted], dict[str, str]]:
+    inputs_dir, out = stage.root / "in", stage.root / "out"
+    inputs_dir.mkdir()
+    (out / "dumps").mkdir(parents=True)
+    # the parent's warm-up: the same file whatever the selection (worker.prewarm)
+    (stage.root / "prewarm.json").write_text(json.dumps({"tables": tables}))
+    for index, name in enumerate(names):  # one file each: nothing shared grows with more
+        (inputs_dir / f"{index}.json").write_text(json.dumps(specs[name]))
+    cmd = command(stage, len(names), processes or jobs(),
+                  instr_at_start=stage.helper is None)
+
+    def progress(line: str) -> None:  # the worker says indexes: the names are here
+        verb, _, rest = line.partition(" ")
+        index, _, tail = rest.partition(" ")
+        if log is not None:
+            known = verb in ("counted", "failed") and index.isdigit() \
+                and int(index) < len(names)
+            log(f"{verb} {names[int(index)]}{' ' + tail if tail else ''}" if known
+                else line)
+
+    # the lock goes with it: a counted process that outlives this one keeps its stage
+    returncode, tail = _run(cmd, dict(stage.environ), stage.root, timeout, progress,
+                            (stage.lock,))
+    if returncode != 0:
+        raise CountingError(f"the counted process failed (exit {returncode}): {tail}")
+    return _collect(names, out, inputs)

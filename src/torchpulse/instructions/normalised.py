@@ -39,7 +39,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # not $TMPDIR: a CI job's own temporary directory differs in length from one job to the next
@@ -67,6 +67,23 @@ class Stage:
     environ: Mapping[str, str]
     lock: int  # the stage's lock, open: the counted process inherits it (pass_fds)
     helper: Path | None = None  # callgrind's helper, in the stage
+    # what the stage's copies and links stand for: a path in the stage, relative to its
+    # root, to the original (torchpulse's sources, a site-packages, a library)
+    origins: Mapping[str, Path] = field(default_factory=dict)
+
+    def origin(self, path: str) -> Path | None:
+        """The original of a path the counted process saw: itself outside the stage, what
+        its copy or link stands for inside, None for the stage's own files (its inputs and
+        outputs, its folders)."""
+        if path == str(self.root):
+            return None
+        if not path.startswith(f"{self.root}/"):
+            return Path(path)
+        inside = path[len(str(self.root)) + 1:]
+        for copied in sorted(self.origins, key=len, reverse=True):
+            if inside == copied or inside.startswith(f"{copied}/"):
+                return self.origins[copied] / inside[len(copied) + 1:]
+        return None
 
 
 # the libraries' names in the stage's links folder
@@ -109,6 +126,12 @@ def copy_sources(package: Path, target: Path) -> None:
     """``package``'s sources and data files into ``target``: no compiled files, no folder of
     them, nothing but what is tracked in this package (the suffixes below)."""
     shutil.copytree(package, target, ignore=_not_sources)
+
+
+def sources_only(folder: str, names: list[str]) -> list[str]:
+    """Those of ``names`` (a listing of ``folder``) that ``copy_sources`` copies."""
+    left_out = _not_sources(folder, names)
+    return [n for n in names if n not in left_out]
 
 
 def _not_sources(folder: str, names: list[str]) -> set[str]:
@@ -199,20 +222,24 @@ def stage(extra_environ: Mapping[str, str], *, preload: Path | None = None,
         links_dir = root / LINKS  # made with the lock
         links = [links_dir / "00"]
         copy_sources(PACKAGE, links[0] / PACKAGE.name)
+        origins = {f"{LINKS}/00/{PACKAGE.name}": PACKAGE}
         for index, target in enumerate(import_roots(), start=1):
             link = links_dir / f"{index:02d}"
             link.symlink_to(target, target_is_directory=True)
             links.append(link)
+            origins[f"{LINKS}/{index:02d}"] = target
         python = (os.path.realpath(sys.executable), "-S")
         environ = environment(root, links, extra_environ)
         if preload is not None:
             shutil.copyfile(preload, links_dir / PRELOAD_NAME)
             environ["LD_PRELOAD"] = str(links_dir / PRELOAD_NAME)
+            origins[f"{LINKS}/{PRELOAD_NAME}"] = Path(preload)
         staged_helper = None
         if helper is not None:
             staged_helper = links_dir / HELPER_NAME
             shutil.copyfile(helper, staged_helper)
-        yield Stage(root, python, environ, lock, staged_helper)
+            origins[f"{LINKS}/{HELPER_NAME}"] = Path(helper)
+        yield Stage(root, python, environ, lock, staged_helper, origins)
     finally:
         shutil.rmtree(root, ignore_errors=True)  # rmtree unlinks links, never follows them
         os.close(lock)

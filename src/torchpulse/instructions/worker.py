@@ -8,10 +8,10 @@ it, warms it up and counts it.
 STAGE (written by instructions.count) holds ``prewarm.json`` (the sizes table alone) and
 ``in/<index>.json`` per workload (its name, the sizes table, the windows, the helper's
 path); each child writes ``out/<index>.json``: its pid (its dumps are
-``out/dumps/callgrind.out.<pid>.<n>``), the calls in each counted window and the seconds of
-each phase, or its error. WORKLOADS and JOBS are zero-padded numbers: the parent reads
-nothing whose size depends on the selection, so a workload's count does not depend on what
-else is counted.
+``out/dumps/callgrind.out.<pid>.<n>``), the calls in each counted window, the seconds of
+each phase and the files and folders it was made of (``inputs``), or its error. WORKLOADS
+and JOBS are zero-padded numbers: the parent reads nothing whose size depends on the
+selection, so a workload's count does not depend on what else is counted.
 
 Why a child per workload: every workload starts from the same process (torch imported, the
 workloads' modules compiled), whatever the other workloads are and in whatever order they
@@ -161,10 +161,27 @@ def in_fresh_arena(work: Callable[[], dict]) -> dict:
     return outcome["result"]
 
 
+def inputs() -> dict[str, list[str]]:
+    """What this process was made of (instructions.reuse keys a count on it): the files of its
+    modules and of its mappings (the interpreter, torch's libraries, the malloc, valgrind's
+    own), and the folders its import system listed. Taken after the counted windows, so that
+    it moves no count."""
+    files = {module.__file__ for module in list(sys.modules.values())
+             if isinstance(getattr(module, "__file__", None), str)}
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and fields[5].startswith("/"):
+                files.add(fields[5].rstrip("\n").removesuffix(" (deleted)"))
+    folders = {path for path in sys.path_importer_cache if isinstance(path, str)}
+    return {"files": sorted(files), "folders": sorted(folders)}
+
+
 def _child(index: int, stage: Path) -> int:
     spec = json.loads((stage / "in" / f"{index}.json").read_text())
     try:
         result = in_fresh_arena(lambda: count_one(spec["name"], spec, stage / "out" / "dumps"))
+        result["inputs"] = inputs()
         status = 0
     except BaseException as exc:  # noqa: BLE001 (one workload's failure is its own)
         result = {"error": "".join(traceback.format_exception_only(exc)).strip()}

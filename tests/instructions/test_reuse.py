@@ -1,0 +1,215 @@
+"""Counts reused only where nothing they were made of changed: the digests of files and
+folders, the context, the stored runs (all or nothing, the newest kept, anything foreign
+skipped), the stage's paths taken back to their originals, and count() counting only what
+it cannot reuse."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchpulse import sizes
+from torchpulse.instructions import count, normalised, reuse, worker
+
+SETTINGS = {"rnns/cudnn/forward": "s1", "rnns/py/forward": "s2"}
+
+
+def _figures(instructions: int, settings: str) -> dict:
+    return {"settings": settings, "instructions": instructions,
+            "counts": [instructions, instructions + 1, instructions - 1],
+            "functions": {"f [libtorch_cpu.so]": instructions // 2},
+            "seconds": {"build": 0.1, "warm-up": 0.2, "sizing": 0.3, "windows": 0.4}}
+
+
+@pytest.fixture
+def made_of(tmp_path):
+    """A count's inputs: two files and a folder."""
+    folder = tmp_path / "site"
+    folder.mkdir()
+    (folder / "lib.so").write_bytes(b"\x7fELF one")
+    (folder / "mod.py").write_text("x = 1\n")
+    return folder
+
+
+def _inputs(folder: Path) -> dict:
+    return reuse.Digests().of([str(folder / "lib.so"), str(folder / "mod.py")], [str(folder)])
+
+
+def test_a_stored_count_is_found_while_every_file_and_folder_it_was_made_of_is_the_same(
+        tmp_path, made_of):
+    runs = tmp_path / "runs"
+    reuse.store(runs, "ctx", {n: _figures(1000, s) for n, s in SETTINGS.items()},
+                _inputs(made_of))
+    found = reuse.lookup(runs, "ctx", SETTINGS, reuse.Digests())
+    assert {n: f["instructions"] for n, (f, _) in found.items()} == dict.fromkeys(SETTINGS, 1000)
+    # another context, another workload's settings: not found
+    assert reuse.lookup(runs, "other", SETTINGS, reuse.Digests()) == {}
+    assert set(reuse.lookup(runs, "ctx", {**SETTINGS, "rnns/py/forward": "s3"},
+                            reuse.Digests())) == {"rnns/cudnn/forward"}
+    # a byte of a file, a name in a folder, a file gone: counted again
+    (made_of / "mod.py").write_text("x = 2\n")
+    assert reuse.lookup(runs, "ctx", SETTINGS, reuse.Digests()) == {}
+    (made_of / "mod.py").write_text("x = 1\n")
+    assert len(reuse.lookup(runs, "ctx", SETTINGS, reuse.Digests())) == 2
+    (made_of / "new.py").write_text("")
+    assert reuse.lookup(runs, "ctx", SETTINGS, reuse.Digests()) == {}
+    (made_of / "new.py").unlink()
+    (made_of / "lib.so").unlink()
+    assert reuse.lookup(runs, "ctx", SETTINGS, reuse.Digests()) == {}
+
+
+def test_the_newest_run_of_the_same_inputs_is_taken_and_the_oldest_past_keep_removed(
+        tmp_path, made_of):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    foreign = runs / "notes.txt"
+    foreign.write_text("mine")
+    paths = []
+    for level in range(5):
+        paths.append(reuse.store(runs, "ctx", {"rnns/py/forward": _figures(level, "s2")},
+                                 _inputs(made_of), keep=3))
+        os.utime(paths[-1], (level + 1, level + 1))  # their order, whatever the clock
+    assert sorted(runs.glob(reuse.PATTERN)) == sorted(paths[2:]) and foreign.exists()
+    found = reuse.lookup(runs, "ctx", {"rnns/py/forward": "s2"}, reuse.Digests())
+    assert found["rnns/py/forward"] == (_figures(4, "s2"), paths[4].name)
+    assert reuse.store(runs, "ctx", {}, _inputs(made_of)) is None  # nothing counted
+
+
+@pytest.mark.parametrize("damage", [
+    "not json", "[]", '{"version": 99}',
+    json.dumps({"version": reuse.VERSION, "context": "ctx", "inputs": {"files": {}},
+                "counts": {}}),
+])
+def test_a_run_that_is_not_one_of_ours_or_is_cut_short_is_skipped(tmp_path, made_of, damage):
+    runs = tmp_path / "runs"
+    good = reuse.store(runs, "ctx", {"rnns/py/forward": _figures(7, "s2")}, _inputs(made_of))
+    os.utime(good, (1, 1))
+    (runs / "run-9-9.json").write_text(damage)  # the newest
+    found = reuse.lookup(runs, "ctx", {"rnns/py/forward": "s2"}, reuse.Digests())
+    assert found["rnns/py/forward"][0]["instructions"] == 7
+
+
+@pytest.mark.parametrize("field,value", [("instructions", "7"), ("counts", []),
+                                         ("counts", [1, "2"]), ("functions", {"f": 1.5}),
+                                         ("seconds", None)])
+def test_a_stored_figure_of_the_wrong_type_is_never_taken(tmp_path, made_of, field, value):
+    runs = tmp_path / "runs"
+    reuse.store(runs, "ctx", {"rnns/py/forward": {**_figures(7, "s2"), field: value}},
+                _inputs(made_of))
+    assert reuse.lookup(runs, "ctx", {"rnns/py/forward": "s2"}, reuse.Digests()) == {}
+
+
+def test_a_folder_copied_into_the_stage_is_listed_as_its_copy(tmp_path):
+    package = tmp_path / "torchpulse"
+    (package / "__pycache__").mkdir(parents=True)
+    (package / "a.py").write_text("")
+    before = reuse.Digests(copied=tmp_path).folder(str(package))
+    # what the stage does not copy changes nothing; a new source does
+    (package / "a.cpython-311.pyc").write_bytes(b"")
+    (package / "__pycache__" / "b.pyc").write_bytes(b"")
+    assert reuse.Digests(copied=tmp_path).folder(str(package)) == before
+    assert reuse.Digests().folder(str(package)) != before
+    (package / "b.py").write_text("")
+    assert reuse.Digests(copied=tmp_path).folder(str(package)) != before
+    assert reuse.Digests().folder(str(tmp_path / "gone")) == "absent"
+
+
+def test_the_context_is_the_same_from_any_stage_and_moves_with_the_command_and_code(
+        tmp_path):
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "count.py").write_text("A = 1\n")
+    (code / "notes.txt").write_text("not code")
+
+    def context(root, flag="--quiet", env="1"):
+        cmd = ["/usr/bin/true", "--tool=callgrind", flag, f"--out={root}/out/%p", "python"]
+        return reuse.context(cmd, {"HOME": str(root), "OMP_NUM_THREADS": env}, root, code)
+
+    first = context(Path("/tmp/tpc-00000000"))
+    assert context(Path("/tmp/tpc-00000001")) == first
+    assert context(Path("/tmp/tpc-00000000"), flag="--dump-instr=yes") != first
+    assert context(Path("/tmp/tpc-00000000"), env="2") != first
+    (code / "notes.txt").write_text("still not code")
+    assert context(Path("/tmp/tpc-00000000")) == first
+    (code / "count.py").write_text("A = 2\n")
+    assert context(Path("/tmp/tpc-00000000")) != first
+
+
+def test_the_stage_takes_its_copies_and_links_back_to_what_they_stand_for(tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setattr(normalised, "FIXED_TMP", str(tmp_path))
+    malloc = tmp_path / "cache" / "malloc-1.so"
+    malloc.parent.mkdir()
+    malloc.write_bytes(b"so")
+    with normalised.stage({}, preload=malloc) as stage:
+        root = str(stage.root)
+        assert stage.origin(f"{root}/p/00/torchpulse/workloads.py") == \
+            normalised.PACKAGE / "workloads.py"
+        assert stage.origin(f"{root}/p/malloc.so") == malloc
+        first_root = normalised.import_roots()[0]
+        assert stage.origin(f"{root}/p/01/torch/__init__.py") == first_root / "torch/__init__.py"
+        assert stage.origin("/usr/lib/libc.so.6") == Path("/usr/lib/libc.so.6")
+        for own in (root, f"{root}/in/0.json", f"{root}/p/00"):
+            assert stage.origin(own) is None
+        # a path beside the stage that only starts like it is not inside it
+        assert stage.origin(f"{root}0/x") == Path(f"{root}0/x")
+
+
+def test_what_a_process_is_made_of_names_its_modules_libraries_and_import_folders():
+    made = worker.inputs()
+    assert worker.__file__ in made["files"] and os.path.realpath(sys.executable) in made["files"]
+    assert any(Path(f).name.startswith("libc") for f in made["files"])
+    assert any(folder in made["folders"] for folder in sys.path if folder)
+
+
+def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypatch):
+    """count(reuse_in=...) with the counted process faked: a stored figure of the same
+    inputs is taken without starting it; the rest are counted, numbered from 0."""
+    runs = tmp_path / "runs"
+    started = []
+
+    def fake_run(cmd, env, cwd, timeout, log, keep=()):
+        started.append(sorted(p.name for p in (cwd / "in").iterdir()))
+        for index in range(len(started[-1])):
+            name = json.loads((cwd / "in" / f"{index}.json").read_text())["name"]
+            (cwd / "out" / f"{index}.json").write_text(json.dumps({"name": name,
+                                                                   "error": "faked"}))
+        return 0, ""
+
+    monkeypatch.setattr(count, "_run", fake_run)
+    monkeypatch.setattr(count, "_check_preload", lambda stage, built: None)
+    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
+    monkeypatch.setattr(count.client, "helper", lambda: None)
+    # what an earlier count of rnns/py/forward stored, from this stage's context
+    with normalised.stage(count.ENVIRONMENT, preload=count.allocator.library()) as stage:
+        cmd = count.command(stage, 0, 0, instr_at_start=True)[:-2]
+        ctx = reuse.context(cmd, stage.environ, stage.root, Path(count.__file__).parent)
+    spec = {"name": "rnns/py/forward", "windows": count.WINDOWS, "window": count.WINDOW,
+            "tables": sizes.INSTRUCTIONS, "helper": None}
+    reuse.store(runs, ctx, {"rnns/py/forward": _figures(3_585_178, reuse.settings(spec))},
+                reuse.Digests().of([count.__file__], []))
+    logged = []
+    counted, failed = count.count(["rnns/cudnn/forward", "rnns/py/forward"], sizes.INSTRUCTIONS,
+                                  reuse_in=runs, log=logged.append)
+    assert started == [["0.json"]] and failed == {"rnns/cudnn/forward": "faked"}
+    assert counted["rnns/py/forward"].instructions == 3_585_178
+    assert counted["rnns/py/forward"].reused
+    assert logged[0].startswith("reused 1 of 2 counts")
+    # all of them stored: the counted process is not started at all
+    counted, failed = count.count(["rnns/py/forward"], sizes.INSTRUCTIONS, reuse_in=runs)
+    assert len(started) == 1 and failed == {} and counted["rnns/py/forward"].reused
+    # without a folder nothing is reused
+    count.count(["rnns/py/forward"], sizes.INSTRUCTIONS)
+    assert started[-1] == ["0.json"] and len(started) == 2
+
+
+def test_reuse_is_on_unless_the_user_says_no(monkeypatch):
+    monkeypatch.delenv(count.REUSE_ENV, raising=False)
+    assert count.reuse_folder() == reuse.directory()
+    monkeypatch.setenv(count.REUSE_ENV, "No")
+    assert count.reuse_folder() is None
+    monkeypatch.setenv(count.REUSE_ENV, "sometimes")
+    with pytest.raises(count.CountingError, match="TORCHPULSE_COUNT_REUSE must be yes or no"):
+        count.reuse_folder()
