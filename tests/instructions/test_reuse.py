@@ -164,6 +164,20 @@ def test_what_a_process_is_made_of_names_its_modules_libraries_and_import_folder
     assert any(folder in made["folders"] for folder in sys.path if folder)
 
 
+def test_without_its_mappings_a_process_does_not_know_what_it_is_made_of(monkeypatch):
+    import builtins
+
+    real = builtins.open
+
+    def no_proc(path, *args, **kwargs):
+        if str(path).startswith("/proc/"):
+            raise FileNotFoundError(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", no_proc)
+    assert worker.inputs() == {}
+
+
 def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypatch):
     """count(reuse_in=...) with the counted process faked: a stored figure of the same
     inputs is taken without starting it; the rest are counted, numbered from 0."""
@@ -213,3 +227,46 @@ def test_reuse_is_on_unless_the_user_says_no(monkeypatch):
     monkeypatch.setenv(count.REUSE_ENV, "sometimes")
     with pytest.raises(count.CountingError, match="TORCHPULSE_COUNT_REUSE must be yes or no"):
         count.reuse_folder()
+
+
+def test_a_device_a_mapping_names_is_never_read():
+    # /dev/zero never ends: its kind is its digest
+    assert reuse.Digests().file("/dev/zero").startswith("not a file")
+
+
+def _counted_by(monkeypatch, made_of: dict):
+    """count() with the counted process replaced: rnns/py/forward counted, its child made of
+    ``made_of`` (worker.inputs)."""
+    monkeypatch.setattr(count, "_check_preload", lambda stage, built: None)
+    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
+    monkeypatch.setattr(count.client, "helper", lambda: None)
+
+    def staged(stage, names, specs, tables, processes, timeout, log, inputs):
+        for kind, paths in (made_of or {"unknown": names}).items():
+            inputs.setdefault(kind, set()).update(paths)
+        return {n: count.Counted(n, 7, [7, 7, 7], {"f": 7}) for n in names}, {}
+
+    monkeypatch.setattr(count, "_count_staged", staged)
+
+
+def test_a_count_whose_inputs_are_unknown_is_not_kept(tmp_path, monkeypatch):
+    _counted_by(monkeypatch, {})
+    counted, _ = count.count(["rnns/py/forward"], sizes.INSTRUCTIONS, reuse_in=tmp_path)
+    assert counted["rnns/py/forward"].instructions == 7 and not list(tmp_path.iterdir())
+    _counted_by(monkeypatch, {"files": [count.__file__], "folders": []})
+    count.count(["rnns/py/forward"], sizes.INSTRUCTIONS, reuse_in=tmp_path)
+    assert len(list(tmp_path.glob(reuse.PATTERN))) == 1
+
+
+def test_a_cache_that_cannot_be_written_costs_the_reuse_not_the_counts(tmp_path, monkeypatch):
+    _counted_by(monkeypatch, {"files": [count.__file__], "folders": []})
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(reuse, "store", full)
+    logged = []
+    counted, failed = count.count(["rnns/py/forward", "rnns/cudnn/forward"], sizes.INSTRUCTIONS,
+                                  reuse_in=tmp_path, log=logged.append)
+    assert list(counted) == ["rnns/py/forward", "rnns/cudnn/forward"] and failed == {}
+    assert logged == ["counts not kept for reuse: [Errno 28] No space left on device"]

@@ -7,6 +7,8 @@ calls. Each workload gets the median window's instructions per call with the fun
 that window. The counted process is single-threaded, with a fixed hash seed, a malloc whose
 costs do not depend on addresses (allocator.py), the same address-space layout, working
 directory, environment and path lengths every time (docs/instructions.md, "Determinism").
+With a folder to reuse counts from (reuse.py), a workload whose counted process would be made
+of the same files and folders as an earlier count's takes that count's figure.
 """
 
 from __future__ import annotations
@@ -202,8 +204,9 @@ def _collect(workloads: Sequence[str], out: Path,
         counted[name] = summarise(name, dumps, result["calls"],
                                   seconds=result.get("seconds"))
         if inputs is not None:
-            for kind in ("files", "folders"):
-                inputs.setdefault(kind, set()).update(result.get("inputs", {}).get(kind, ()))
+            made_of = result.get("inputs") or {"unknown": [name]}  # then nothing is kept
+            for kind, paths in made_of.items():
+                inputs.setdefault(kind, set()).update(paths)
     return counted, failed
 
 
@@ -233,8 +236,9 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
         _check_preload(stage, malloc)
         counted, failed = _count_staged(stage, names, specs, tables, processes, timeout, log,
                                         past.inputs)
-        past.store(counted)
-        return {**past.reused, **counted}, failed
+        past.store(counted, log)
+        got = {**past.reused, **counted}
+        return {name: got[name] for name in specs if name in got}, failed
 
 
 class _Past:
@@ -262,16 +266,22 @@ class _Past:
             log(f"reused {len(found)} of {len(specs)} counts: nothing they were made of has "
                 f"changed since {', '.join(runs)} (in {folder})")
 
-    def store(self, counted: dict[str, Counted]) -> None:
-        if self.folder is None or self.inputs is None:
+    def store(self, counted: dict[str, Counted], log) -> None:
+        """Keep ``counted`` for later counts; a cache that cannot be written costs only the
+        reuse (it is said), never the counts."""
+        if self.folder is None or self.inputs is None or self.inputs.get("unknown"):
             return
         files = {str(p) for p in map(self.stage.origin, self.inputs.get("files", ())) if p}
         folders = {str(p) for p in map(self.stage.origin, self.inputs.get("folders", ())) if p}
-        reuse.store(self.folder, self.context,
-                    {name: {"settings": self.settings[name], "instructions": c.instructions,
-                            "counts": c.counts, "functions": c.functions,
-                            "seconds": c.seconds} for name, c in counted.items()},
-                    self.digests.of(files, folders))
+        try:
+            reuse.store(self.folder, self.context,
+                        {name: {"settings": self.settings[name], "instructions": c.instructions,
+                                "counts": c.counts, "functions": c.functions,
+                                "seconds": c.seconds} for name, c in counted.items()},
+                        self.digests.of(files, folders))
+        except OSError as exc:
+            if log is not None:
+                log(f"counts not kept for reuse: {exc}")
 
 
 def _count_staged(stage: normalised.Stage, names: list[str], specs: dict[str, dict],

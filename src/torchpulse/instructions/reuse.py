@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import platform
+import stat
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
@@ -57,11 +58,17 @@ class Digests:
         self._seen: dict[str, str] = {}
 
     def file(self, path: str) -> str:
+        """The digest of a regular file's content; of anything else (a device such as
+        /dev/zero, which a mapping can name and a read never ends), its kind alone."""
         key = f"f:{path}"
         if key not in self._seen:
             try:
-                with open(path, "rb") as f:
-                    self._seen[key] = hashlib.file_digest(f, "sha256").hexdigest()
+                info = os.stat(path)
+                if not stat.S_ISREG(info.st_mode):
+                    self._seen[key] = f"not a file ({stat.S_IFMT(info.st_mode):o})"
+                else:
+                    with open(path, "rb") as f:
+                        self._seen[key] = hashlib.file_digest(f, "sha256").hexdigest()
             except OSError:
                 self._seen[key] = "absent"
         return self._seen[key]

@@ -164,15 +164,18 @@ def in_fresh_arena(work: Callable[[], dict]) -> dict:
 def inputs() -> dict[str, list[str]]:
     """What this process was made of (instructions.reuse keys a count on it): the files of its
     modules and of its mappings (the interpreter, torch's libraries, the malloc, valgrind's
-    own), and the folders its import system listed. Taken after the counted windows, so that
-    it moves no count."""
+    own), and the folders its import system listed; {} where that is not known. Taken after
+    the counted windows, so that it moves no count."""
     files = {module.__file__ for module in list(sys.modules.values())
              if isinstance(getattr(module, "__file__", None), str)}
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            fields = line.split(None, 5)
-            if len(fields) == 6 and fields[5].startswith("/"):
-                files.add(fields[5].rstrip("\n").removesuffix(" (deleted)"))
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) == 6 and fields[5].startswith("/"):
+                    files.add(fields[5].rstrip("\n").removesuffix(" (deleted)"))
+    except OSError:  # no /proc: the libraries are not known, so the count is not reused
+        return {}
     folders = {path for path in sys.path_importer_cache if isinstance(path, str)}
     return {"files": sorted(files), "folders": sorted(folders)}
 
