@@ -160,6 +160,7 @@ def test_the_stage_takes_its_copies_and_links_back_to_what_they_stand_for(tmp_pa
 def test_what_a_process_is_made_of_names_its_modules_libraries_and_import_folders():
     made = worker.inputs()
     assert worker.__file__ in made["files"] and os.path.realpath(sys.executable) in made["files"]
+    assert worker.__cached__ in made["files"]  # its compiled file, stale or not
     assert any(Path(f).name.startswith("libc") for f in made["files"])
     assert any(folder in made["folders"] for folder in sys.path if folder)
 

@@ -166,8 +166,10 @@ def inputs() -> dict[str, list[str]]:
     modules and of its mappings (the interpreter, torch's libraries, the malloc, valgrind's
     own), and the folders its import system listed; {} where that is not known. Taken after
     the counted windows, so that it moves no count."""
-    files = {module.__file__ for module in list(sys.modules.values())
-             if isinstance(getattr(module, "__file__", None), str)}
+    # a module's compiled file too: a stale one is compiled again in memory, laid out otherwise
+    files = {path for module in list(sys.modules.values())
+             for path in (getattr(module, "__file__", None), getattr(module, "__cached__", None))
+             if isinstance(path, str)}
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
