@@ -63,6 +63,9 @@ git log --oneline "$BASE..HEAD" > "$DIR/commits.txt"
 
 ASV="$HERE/.venv/bin/asv"
 "$ASV" machine --yes --machine nullhist > /dev/null
+# every commit counted: what this measures is the spread between counts, and a reused count
+# would repeat its commit's figure (docs/instructions.md, "Reuse")
+export TORCHPULSE_COUNT_REUSE=no
 start=$SECONDS
 "$ASV" run --machine nullhist --bench bench_instructions --show-stderr "$BASE..HEAD" \
     2>&1 | grep -v '^USDT:'
