@@ -66,12 +66,18 @@ def test_the_newest_run_of_the_same_inputs_is_taken_and_the_oldest_past_keep_rem
     runs.mkdir()
     foreign = runs / "notes.txt"
     foreign.write_text("mine")
+    os.mkfifo(runs / "run-0-0.json")  # named like ours, not a file of ours: never removed
+    os.utime(runs / "run-0-0.json", (0, 0))
+    (runs / "run-by-hand.json").write_text("{}")
+    os.utime(runs / "run-by-hand.json", (0, 0))
     paths = []
     for level in range(5):
         paths.append(reuse.store(runs, "ctx", {"rnns/py/forward": _figures(level, "s2")},
                                  _inputs(made_of), keep=3))
         os.utime(paths[-1], (level + 1, level + 1))  # their order, whatever the clock
-    assert sorted(runs.glob(reuse.PATTERN)) == sorted(paths[2:]) and foreign.exists()
+    kept = [p for p in runs.glob(reuse.PATTERN) if reuse.OURS.fullmatch(p.name) and p.is_file()]
+    assert sorted(kept) == sorted(paths[2:]) and foreign.exists()
+    assert (runs / "run-0-0.json").exists() and (runs / "run-by-hand.json").exists()
     found = reuse.lookup(runs, "ctx", {"rnns/py/forward": "s2"}, reuse.Digests())
     assert found["rnns/py/forward"] == (_figures(4, "s2"), paths[4].name)
     assert reuse.store(runs, "ctx", {}, _inputs(made_of)) is None  # nothing counted
@@ -230,9 +236,22 @@ def test_reuse_is_on_unless_the_user_says_no(monkeypatch):
         count.reuse_folder()
 
 
-def test_a_device_a_mapping_names_is_never_read():
-    # /dev/zero never ends: its kind is its digest
+def test_a_device_or_fifo_a_mapping_names_is_never_read(tmp_path):
+    # /dev/zero never ends, a FIFO without a writer never answers: their kind is their digest
     assert reuse.Digests().file("/dev/zero").startswith("not a file")
+    os.mkfifo(tmp_path / "fifo")
+    assert reuse.Digests().file(str(tmp_path / "fifo")).startswith("not a file")
+
+
+def test_a_stored_run_that_is_a_link_to_a_device_or_a_fifo_is_skipped_unread(tmp_path,
+                                                                            made_of):
+    runs = tmp_path / "runs"
+    good = reuse.store(runs, "ctx", {"rnns/py/forward": _figures(7, "s2")}, _inputs(made_of))
+    os.utime(good, (1, 1))
+    (runs / "run-8-8.json").symlink_to("/dev/zero")
+    os.mkfifo(runs / "run-9-9.json")
+    found = reuse.lookup(runs, "ctx", {"rnns/py/forward": "s2"}, reuse.Digests())
+    assert found["rnns/py/forward"][0]["instructions"] == 7
 
 
 def _counted_by(monkeypatch, made_of: dict):

@@ -15,7 +15,8 @@ importing or mapping it is not followed: the counted workloads read nothing else
 processor's files under /sys (docs/instructions.md, "Reuse"), which the context holds.
 
 The runs are kept in torchpulse's cache (``<cache>/counts``), the newest KEEP, each written
-all or nothing; an unreadable or foreign file there is skipped, never trusted.
+all or nothing; an unreadable or foreign file there is skipped, never trusted, and only the
+regular files named as ``store`` names them are ever removed.
 """
 
 from __future__ import annotations
@@ -24,18 +25,21 @@ import hashlib
 import json
 import os
 import platform
+import re
 import stat
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from torchpulse.files import write_json_atomically
+from torchpulse.files import read_regular, write_json_atomically
 from torchpulse.instructions import native, normalised
 
 VERSION = 1  # of the stored runs' format: another is not read
 KEEP = 8  # runs kept: a machine's recent torch builds and environments
 PATTERN = "run-*.json"
+OURS = re.compile(r"run-\d+-\d+\.json")  # what store() writes
+RUN_BYTES = 64 * 2**20  # a stored run is read up to this size (one is about 0.5 MB)
 # the processor as the counted libraries see it (oneDNN and ATen pick kernels by its features)
 CPU_FILES = ("/sys/devices/system/cpu/possible", "/sys/devices/system/cpu/present",
              "/sys/devices/system/cpu/online")
@@ -62,15 +66,15 @@ class Digests:
         /dev/zero, which a mapping can name and a read never ends), its kind alone."""
         key = f"f:{path}"
         if key not in self._seen:
-            try:
-                info = os.stat(path)
-                if not stat.S_ISREG(info.st_mode):
-                    self._seen[key] = f"not a file ({stat.S_IFMT(info.st_mode):o})"
-                else:
-                    with open(path, "rb") as f:
-                        self._seen[key] = hashlib.file_digest(f, "sha256").hexdigest()
+            try:  # opened without waiting: a FIFO is not waited on
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             except OSError:
                 self._seen[key] = "absent"
+                return self._seen[key]
+            with open(fd, "rb") as f:
+                mode = os.fstat(fd).st_mode
+                self._seen[key] = hashlib.file_digest(f, "sha256").hexdigest() \
+                    if stat.S_ISREG(mode) else f"not a file ({stat.S_IFMT(mode):o})"
         return self._seen[key]
 
     def folder(self, path: str) -> str:
@@ -153,8 +157,10 @@ def settings(spec: Mapping) -> str:
 
 
 def _load(path: Path) -> dict | None:
+    """A stored run, or None for anything that is not one: a link to a device or a FIFO is
+    not read, a file past RUN_BYTES not either."""
     try:
-        run = json.loads(path.read_text())
+        run = json.loads(read_regular(path, RUN_BYTES))
     except (OSError, ValueError):
         return None
     if not isinstance(run, dict) or run.get("version") != VERSION \
@@ -212,9 +218,17 @@ def store(folder: Path, context_digest: str, counted: Mapping[str, dict],
     path = folder / f"run-{time.time_ns()}-{os.getpid()}.json"
     write_json_atomically(path, {"version": VERSION, "context": context_digest,
                                  "inputs": inputs, "counts": dict(counted)})
-    for old in _runs(folder)[keep:]:
+    for old in [run for run in _runs(folder) if _ours(run)][keep:]:
         try:
             old.unlink()
         except OSError:
             pass  # another count removed it first
     return path
+
+
+def _ours(path: Path) -> bool:
+    """A regular file named as ``store`` names them: the only kind pruned."""
+    try:
+        return bool(OURS.fullmatch(path.name)) and stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
