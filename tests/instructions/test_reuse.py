@@ -97,7 +97,8 @@ def test_a_run_that_is_not_one_of_ours_or_is_cut_short_is_skipped(tmp_path, made
     assert found["rnns/py/forward"][0]["instructions"] == 7
 
 
-@pytest.mark.parametrize("field,value", [("instructions", "7"), ("counts", []),
+@pytest.mark.parametrize("field,value", [("instructions", "7"), ("instructions", -7),
+                                         ("instructions", True), ("counts", []),
                                          ("counts", [1, "2"]), ("functions", {"f": 1.5}),
                                          ("seconds", None)])
 def test_a_stored_figure_of_the_wrong_type_is_never_taken(tmp_path, made_of, field, value):

@@ -174,10 +174,14 @@ def _valid(stored: object) -> bool:
     if not isinstance(stored, dict) or not all(k in stored for k in (*_FIELDS, "settings")):
         return False
     counts, functions = stored["counts"], stored["functions"]
-    return isinstance(stored["instructions"], int) and isinstance(counts, list) \
-        and bool(counts) and all(isinstance(c, int) for c in counts) \
+    return _positive(stored["instructions"]) and isinstance(counts, list) \
+        and bool(counts) and all(_positive(c) for c in counts) \
         and isinstance(functions, dict) and all(isinstance(v, int) for v in functions.values()) \
         and isinstance(stored["seconds"], dict)
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _runs(folder: Path) -> list[Path]:
