@@ -204,10 +204,18 @@ def _collect(workloads: Sequence[str], out: Path,
         counted[name] = summarise(name, dumps, result["calls"],
                                   seconds=result.get("seconds"))
         if inputs is not None:
-            made_of = result.get("inputs") or {"unknown": [name]}  # then nothing is kept
-            for kind, paths in made_of.items():
-                inputs.setdefault(kind, set()).update(paths)
+            _gather(inputs, result.get("inputs"), name)
+    if inputs is not None and counted:  # what the children inherited, from the parent
+        parent = out / "parent.json"
+        _gather(inputs, json.loads(parent.read_text()) if parent.exists() else None, "parent")
     return counted, failed
+
+
+def _gather(inputs: dict[str, set[str]], made_of: dict | None, whose: str) -> None:
+    """Add what one process was made of (worker.inputs) to ``inputs``; unknown, nothing of
+    the run is kept for reuse."""
+    for kind, paths in (made_of or {"unknown": [whose]}).items():
+        inputs.setdefault(kind, set()).update(paths)
 
 
 def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,

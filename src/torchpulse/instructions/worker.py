@@ -36,6 +36,7 @@ import gc
 import json
 import math
 import os
+import re
 import sys
 import time
 import traceback
@@ -161,32 +162,36 @@ def in_fresh_arena(work: Callable[[], dict]) -> dict:
     return outcome["result"]
 
 
-def inputs() -> dict[str, list[str]]:
+# the paths /proc/self/maps names (a file's mapping ends its line with the file's path)
+MAPPED = re.compile(r" (/[^\n]*)$", re.MULTILINE)
+
+
+def inputs(after: tuple[int, int] = (0, 0)) -> dict[str, list[str]]:
     """What this process was made of (instructions.reuse keys a count on it): the files of its
     modules and of its mappings (the interpreter, torch's libraries, the malloc, valgrind's
-    own), and the folders its import system listed; {} where that is not known. Taken after
-    the counted windows, so that it moves no count."""
+    own), and the folders its import system listed; {} where that is not known. ``after``:
+    the modules and folders a child had when it was forked (both dicts grow in order), whose
+    files the parent gives once (instrumented, the whole walk took a child 0.35 s). Taken
+    after the counted windows, so that it moves no count."""
+    modules, folders = after
     # a module's compiled file too: a stale one is compiled again in memory, laid out otherwise
-    files = {path for module in list(sys.modules.values())
+    files = {path for module in list(sys.modules.values())[modules:]
              for path in (getattr(module, "__file__", None), getattr(module, "__cached__", None))
              if isinstance(path, str)}
     try:
         with open("/proc/self/maps") as maps:
-            for line in maps:
-                fields = line.split(None, 5)
-                if len(fields) == 6 and fields[5].startswith("/"):
-                    files.add(fields[5].rstrip("\n").removesuffix(" (deleted)"))
+            files.update(p.removesuffix(" (deleted)") for p in MAPPED.findall(maps.read()))
     except OSError:  # no /proc: the libraries are not known, so the count is not reused
         return {}
-    folders = {path for path in sys.path_importer_cache if isinstance(path, str)}
-    return {"files": sorted(files), "folders": sorted(folders)}
+    return {"files": sorted(files),
+            "folders": [p for p in list(sys.path_importer_cache)[folders:] if isinstance(p, str)]}
 
 
-def _child(index: int, stage: Path) -> int:
+def _child(index: int, stage: Path, forked: tuple[int, int]) -> int:
     spec = json.loads((stage / "in" / f"{index}.json").read_text())
     try:
         result = in_fresh_arena(lambda: count_one(spec["name"], spec, stage / "out" / "dumps"))
-        result["inputs"] = inputs()
+        result["inputs"] = inputs(forked)
         status = 0
     except BaseException as exc:  # noqa: BLE001 (one workload's failure is its own)
         result = {"error": "".join(traceback.format_exception_only(exc)).strip()}
@@ -238,6 +243,7 @@ def main(stage_dir: str, workloads: str, jobs: str) -> int:
     prewarm(stage / "prewarm.json")
     gc.collect()
     gc.freeze()
+    forked = (len(sys.modules), len(sys.path_importer_cache))  # a child's inputs() after these
     for index in range(count):
         wait_for, start = os.pipe()
         sys.stderr.flush()
@@ -248,7 +254,7 @@ def main(stage_dir: str, workloads: str, jobs: str) -> int:
                 for fd in (*starts, start):
                     os.close(fd)
                 os.read(wait_for, 1)  # its turn, or the parent's end (EOF): go on either way
-                code = _child(index, stage)
+                code = _child(index, stage, forked)
             finally:
                 sys.stderr.flush()
                 os._exit(code)
@@ -273,6 +279,8 @@ def main(stage_dir: str, workloads: str, jobs: str) -> int:
               file=sys.stderr, flush=True)
         if released < count:
             release()
+    # what every child inherited, walked once here, where it runs uninstrumented
+    (stage / "out" / "parent.json").write_text(json.dumps(inputs()))
     return 0
 
 
