@@ -255,7 +255,7 @@ class _Past:
 
     def __init__(self, stage: normalised.Stage, specs: dict[str, dict], folder: Path | None,
                  log) -> None:
-        self.stage, self.specs, self.folder = stage, specs, folder
+        self.stage, self.folder = stage, folder
         self.reused: dict[str, Counted] = {}
         self.inputs: dict[str, set[str]] | None = None
         if folder is None:
