@@ -16,7 +16,7 @@ import pytest
 
 import torchpulse
 from torchpulse import sizes
-from torchpulse.instructions import callgrind, count, normalised, profiles, worker
+from torchpulse.instructions import callgrind, count, family, normalised, profiles, worker
 
 # bytes of one workload's stored profile (top 200 functions, gzip): docs/instructions.md
 PROFILE_BUDGET = 8_000
@@ -37,6 +37,16 @@ def test_the_median_window_per_call_and_its_top_functions_are_kept():
     (1, worker.MAX_CALLS), (0, 1)])
 def test_a_window_holds_a_power_of_two_calls_up_to_its_size(one_call, calls):
     assert worker.calls_for(one_call, 5_000_000) == calls
+
+
+def test_a_heavy_model_is_warmed_up_by_one_call_past_its_settling_the_rest_by_three():
+    # by name, so that a workload gets the same warm-up in every count: its count depends on it
+    assert worker.warm_up_calls("autograd/detr/vhp", 1) == 2
+    assert worker.warm_up_calls("cnns/resnet50_jit/forward", 4) == 5
+    assert worker.warm_up_calls("autograd/ppl_robust_reg/vjp", 1) == 4
+    assert worker.warm_up_calls("rnns/jit/backward", 4) == 7
+    # a prefix is a model, not the start of another's name
+    assert all(prefix.endswith("/") for prefix in family.HEAVY)
 
 
 def test_the_workloads_counted_at_once_are_the_cores_or_what_the_user_says(monkeypatch):

@@ -35,7 +35,7 @@ def test_the_default_is_every_workload_but_the_left_out_ones_heaviest_first():
     heavy = [w for w in default if w.startswith(("cnns/", "autograd/resnet18/"))]
     assert default[:len(heavy)] == heavy[:len(heavy)]
     assert default[0].startswith("cnns/") and default[-1].startswith("autograd/")
-    rest = [w for w in default if not w.startswith(family._HEAVY)]
+    rest = [w for w in default if not w.startswith(family.HEAVY)]
     assert rest == [w for w in every if w in rest]
     assert sorted(family.selected(fastrnns, autograd, "all")) == sorted(every)
     assert set(family.selected(fastrnns, autograd, "core")) == set(family.CORE)

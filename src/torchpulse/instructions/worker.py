@@ -46,8 +46,11 @@ from pathlib import Path
 from torchpulse.instructions.callgrind import read_total
 
 # Calls before the counted ones. Python 3.11 quickens a function after its first few calls and
-# specialises its instructions as they run: a count taken earlier includes that work.
+# specialises its instructions as they run: a count taken earlier includes that work. One call
+# of a heavy model (family.HEAVY) runs each layer's code many times over, so one call past its
+# settling is enough there, and each call more costs 0.2-4 s (docs/instructions.md, "Cost").
 EXTRA_WARMUP = 3
+EXTRA_WARMUP_HEAVY = 1
 MAX_CALLS = 64  # calls in one window at most (a workload of a few thousand instructions)
 PARKING = 60.0  # seconds: the switch interval while the main thread parks (in_fresh_arena)
 THREAD_STACK = 64 << 20  # the counted thread's stack: room for TorchScript's recursion
@@ -70,7 +73,15 @@ def build(name: str, tables: dict) -> tuple[Callable, int]:
     from torchpulse.workloads import build as build_region
 
     region = build_region(name, tables, "cpu", "instructions")
-    return region.run, region.settle + EXTRA_WARMUP
+    return region.run, warm_up_calls(name, region.settle)
+
+
+def warm_up_calls(name: str, settle: int) -> int:
+    """The uninstrumented calls before ``name`` is counted: its settling and a few more, one
+    more only for a heavy model (a name, so that the same workload always gets the same)."""
+    from torchpulse.instructions.family import HEAVY
+
+    return settle + (EXTRA_WARMUP_HEAVY if name.startswith(HEAVY) else EXTRA_WARMUP)
 
 
 def count_one(name: str, spec: dict, dumps_dir: Path) -> dict:
