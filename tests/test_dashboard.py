@@ -118,6 +118,43 @@ def test_steps_are_measured_again_only_when_the_users_threshold_would_report_the
     assert outcome.report.alerts == [] and outcome.exit_code == 0
 
 
+def test_what_each_instruction_count_did_is_said_after_asv_and_nothing_else_from_its_file(
+        project, built):
+    """asv keeps a count's output to itself: the suite appends a line per count to the file
+    the dashboard names, and the dashboard says them once asv is done. A line the suite did
+    not write (a commit that is markup, an escape sequence, another shape) is not said."""
+    from torchpulse.instructions import summary
+
+    asv, seen = fake_asv(project, built[1]), []
+
+    def writing(args, env):
+        if args[0] == "run" and "--skip-existing-successful" in args:
+            path = env[summary.ENV]
+            seen.append(path)
+            summary.write(summary.Summary("ab" * 20, 72, 0, 1, 187.4), env)
+            summary.write(summary.Summary("cd" * 20, 0, 72, 0, 2.0), env)
+            summary.write(summary.Summary("", 0, 0, 0, 0.5, True), env)
+            with open(path, "a") as log:
+                log.write('{"commit": "<script>alert(1)</script>", "counted": 1, "reused": 0,'
+                          ' "failed": 0, "seconds": 1, "unavailable": false}\n'
+                          '{"commit": "ef", "counted": "\u001b[31m", "reused": 0}\nnot json\n'
+                          '{"commit": "abcdef12", "counted": true, "reused": 0, "failed": 0,'
+                          ' "seconds": 1, "unavailable": false}\n')
+        return asv(args, env)
+
+    said, say = lines()
+    dashboard.run(project, dashboard.Options(publish=False), asv=writing, say=say)
+    counts = [line for line in said if "instructions at" in line]
+    assert counts == [
+        "   instructions at abababab: 72 counted in 3 min 07 s, 1 failed (the site shows them)",
+        "   instructions at cdcdcdcd: 72 reused (nothing they are made of changed since an "
+        "earlier count)",
+        "   instructions at this commit: not counted (counting is unavailable on this run: "
+        "docs/instructions.md says what it needs)"]
+    assert not any("<" in line or "\x1b" in line for line in said)
+    assert seen and not any(os.path.exists(path) for path in seen)  # made, then removed
+
+
 @pytest.mark.parametrize("device, runs, skips", [
     ("cpu", ["bench_rnns.LSTM.time_forward", "bench_autograd.FunctionalAutograd.time_task",
              "bench_instructions.Instructions.track_instructions", "_canary.MachineCanary",

@@ -465,10 +465,12 @@ def test_count_instructions_hands_asv_counts_and_stores_the_commits_profile(monk
     import pickle
     import pickletools
 
-    from torchpulse.instructions import count, profiles, reuse
+    from torchpulse.instructions import count, profiles, reuse, summary
 
     sha = "c" * 40
     monkeypatch.setenv("ASV_COMMIT", sha)
+    said = tmp_path / "counts.jsonl"  # what the dashboard reads back and says
+    monkeypatch.setenv(summary.ENV, str(said))
     monkeypatch.setenv("ASV_ENV_NAME", "env")
     monkeypatch.setenv("ASV_CONF_DIR", str(tmp_path))
     monkeypatch.delenv(profiles.FOLDER_ENV, raising=False)
@@ -507,3 +509,11 @@ def test_count_instructions_hands_asv_counts_and_stores_the_commits_profile(monk
     monkeypatch.setattr(count, "count", fails)
     assert suite.count_instructions(["rnns/py/forward"], sizes.INSTRUCTIONS) == {
         "counts": {}, "failed": {}, "unavailable": "valgrind is not installed"}
+    counted["rnns/py/forward"].reused = True
+    monkeypatch.setattr(count, "count", counts)
+    suite.count_instructions(["rnns/py/forward"], sizes.INSTRUCTIONS)
+    # one line a count: counted, counted (reuse off), unavailable twice, reused
+    got = [(s.commit, s.counted, s.reused, s.failed, s.unavailable)
+           for s in summary.read(said)]
+    assert got == [(sha, 1, 0, 1, False), (sha, 1, 0, 1, False), (sha, 0, 0, 0, True),
+                   (sha, 0, 0, 0, True), (sha, 0, 1, 1, False)]

@@ -12,6 +12,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from torchpulse.analysis.model import TOO_FEW, Report
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.errors import TorchpulseError
 from torchpulse.files import restore, snapshot, write_text_atomically
+from torchpulse.instructions import summary
 from torchpulse.results import asv_results, gitrepo
 from torchpulse.results.external import measured_on
 from torchpulse.results.project import Project
@@ -286,12 +288,41 @@ def _measure(project: Project, commits: list[str], bench: str, extra: list[str],
     write_text_atomically(path, "".join(f"{c}\n" for c in commits))
     args = ["run", *named, "--record-samples", "--interleave-rounds", "--show-stderr", *extra,
             "--bench", bench, f"HASHFILE:{path}"]
-    with _rolled_back_unless_whole(project.results_dir, commits, say):
-        rc = asv(args, env)
-        if rc < 0:  # killed by a signal: its last results file may be half written
-            raise DashboardError(f"asv run was killed (signal {-rc}); the results it wrote "
-                                 "were rolled back")
+    fd, counts_log = tempfile.mkstemp(prefix="torchpulse-counts-", suffix=".jsonl")
+    os.close(fd)
+    try:
+        with _rolled_back_unless_whole(project.results_dir, commits, say):
+            rc = asv(args, {**env, summary.ENV: counts_log})
+            if rc < 0:  # killed by a signal: its last results file may be half written
+                raise DashboardError(f"asv run was killed (signal {-rc}); the results it "
+                                     "wrote were rolled back")
+        for line in counts_said(summary.read(Path(counts_log))):
+            say(f"   {line}")
+    finally:
+        os.unlink(counts_log)
     return rc != 0
+
+
+def counts_said(summaries: Sequence[summary.Summary]) -> list[str]:
+    """What each instruction count of an asv run did: asv keeps it to itself."""
+    lines = []
+    for done in summaries:
+        where = f"instructions at {done.commit[:8] or 'this commit'}:"
+        if done.unavailable:
+            lines.append(f"{where} not counted (counting is unavailable on this run: "
+                         "docs/instructions.md says what it needs)")
+            continue
+        parts = []
+        if done.counted:
+            minutes, seconds = divmod(round(done.seconds), 60)
+            parts.append(f"{done.counted} counted in {minutes} min {seconds:02d} s")
+        if done.reused:
+            parts.append(f"{done.reused} reused (nothing they are made of changed since an "
+                         "earlier count)")
+        if done.failed:
+            parts.append(f"{done.failed} failed (the site shows them)")
+        lines.append(f"{where} {', '.join(parts) or 'nothing to count'}")
+    return lines
 
 
 @contextmanager
