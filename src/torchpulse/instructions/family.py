@@ -67,7 +67,7 @@ SELECTIONS = ("default", "all", "core")
 # the models whose calls cost most (0.2-4 s each under valgrind, one call a window): counted
 # first, so that two cores end together, and warmed up by fewer calls (worker.warm_up_calls)
 HEAVY = ("cnns/", "autograd/resnet18/", "autograd/fcn_resnet/", "autograd/detr/",
-          "autograd/deepspeech/")
+         "autograd/deepspeech/")
 
 
 def selected(fastrnns: ModuleType, autograd: ModuleType, choice: str | None) -> list[str]:
