@@ -428,6 +428,21 @@ def test_a_cancelled_dashboard_stops_asv_and_everything_it_started_and_rolls_bac
         time.sleep(0.1)
 
 
+def test_asv_machines_questions_are_shown_only_when_it_fails(tmp_path, capfd):
+    """`asv machine --yes` prints thirty lines of questions and answers that ran into the
+    dashboard's first line; they are kept, and shown when it fails. `asv run` streams."""
+    fake = tmp_path / "fake_asv.py"
+    fake.write_text("import os, sys\nprint('machine [vm]: os [Linux]: ram [1]:', sys.argv[1:])\n"
+                    "sys.exit(int(os.environ['FAKE_RC']))\n")
+    env = {**os.environ, "TORCHPULSE_ASV": f"{sys.executable} {fake}", "FAKE_RC": "0"}
+    assert dashboard.run_asv(["machine", "--yes"], env) == 0
+    assert "machine [vm]" not in "".join(capfd.readouterr())
+    assert dashboard.run_asv(["machine", "--yes"], {**env, "FAKE_RC": "3"}) == 3
+    assert "machine [vm]: os [Linux]: ram [1]: ['machine', '--yes']" in capfd.readouterr().err
+    assert dashboard.run_asv(["run", "HEAD^!"], env) == 0
+    assert "['run', 'HEAD^!']" in capfd.readouterr().out
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

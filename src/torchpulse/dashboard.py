@@ -85,17 +85,27 @@ def run_asv(args: Sequence[str], env: dict[str, str]) -> int:
     """asv in this interpreter (or the command $TORCHPULSE_ASV names), its output streamed
     to ours, in a process group of its own: interrupted (Ctrl-C, or SIGTERM / SIGHUP read as
     one), the whole group is stopped before the interrupt goes on, so no benchmark process
-    outlives the dashboard and writes results after the rollback."""
+    outlives the dashboard and writes results after the rollback. `asv machine --yes`
+    prints its thirty lines of questions and answers: they are kept, and shown only when it
+    fails."""
     command = shlex.split(env.get("TORCHPULSE_ASV", "")) or [sys.executable, "-m", "asv"]
-    try:
-        proc = subprocess.Popen([*command, *args], env=env, start_new_session=True)
-    except OSError as exc:
-        raise DashboardError(f"cannot run asv ({' '.join(command)}): {exc.strerror}") from None
-    try:
-        return proc.wait()
-    except BaseException:
-        _stop_group(proc)
-        raise
+    with tempfile.TemporaryFile() as kept:
+        output = kept if list(args[:1]) == ["machine"] else None
+        try:
+            proc = subprocess.Popen([*command, *args], env=env, start_new_session=True,
+                                    stdout=output, stderr=output)
+        except OSError as exc:
+            raise DashboardError(f"cannot run asv ({' '.join(command)}): "
+                                 f"{exc.strerror}") from None
+        try:
+            rc = proc.wait()
+        except BaseException:
+            _stop_group(proc)
+            raise
+        if output is not None and rc != 0:
+            kept.seek(0)
+            sys.stderr.write(kept.read().decode("utf-8", "replace"))
+        return rc
 
 
 def _stop_group(proc: subprocess.Popen) -> None:
