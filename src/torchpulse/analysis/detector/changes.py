@@ -63,9 +63,12 @@ RHO_MAX = 0.95
 # undetected step leaves correlated residuals too, but one large difference, not a wander
 WANDER_MIN = 0.3
 # a series whose moves look like a walk's is read as one when its residuals around the
-# segments are correlated beyond this many standard errors of white noise: a walk's are by
-# 6.6 (a twentieth of them by under 0.8), a ramp's in white noise by under 1.7
+# segments are correlated beyond this many standard errors of white noise where the pieces
+# hold a drift, and WALK_RHO_SIGMAS_LEVELS where they hold levels only: a walk's are by 7.5
+# in the median (2 of 166 null walks of the moving family under 0.5, 11 under 2), a drift's
+# in white noise over part of 40-60 commits by under 1.4 (tests/analysis/test_walk.py)
 WALK_RHO_SIGMAS = 2.0
+WALK_RHO_SIGMAS_LEVELS = 0.5
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
                                        threshold, clear, scaled.linear,
                                        exact=scaled.sigma0 == 0)
     drifts = _drifts(scaled, fit, parts)
-    if _wandering(scaled, fit):
+    if _wandering(scaled, fit, parts):
         # a random walk's wander is neither change points nor drifts: its changes are the
         # moves beyond its own, its drifts those steeper than it, and a rise is a
         # regression only through one of them
@@ -143,15 +146,17 @@ def analyse(points: Sequence[Point], alpha: float = 0.01, threshold: float = 0.0
                          tuple(int(i) for i in fit.spikes), noise, scaled.linear, drifts)
 
 
-def _wandering(scaled: _Scaled, fit: _Segmented) -> bool:
+def _wandering(scaled: _Scaled, fit: _Segmented, parts: Sequence[Piece]) -> bool:
     """The series moves like a random walk (walk.wanders), and, unless most of its moves
-    are zero, segmentation leaves its residuals correlated beyond WALK_RHO_SIGMAS standard
-    errors of white noise: a ramp of a few commits in white noise lifts its moves for a
-    while, enough to pass for a walk's, but around its segments it is white."""
+    are zero, segmentation leaves its residuals correlated: beyond WALK_RHO_SIGMAS standard
+    errors of white noise where the pieces hold a drift (a drift of a few commits in white
+    noise lifts its moves for a while, enough to pass for a walk's, but around its segments
+    it is white), beyond WALK_RHO_SIGMAS_LEVELS where they hold levels only."""
     if scaled.exact or scaled.linear or not walk.wanders(scaled.levels):
         return False
+    sigmas = WALK_RHO_SIGMAS if any(q.line for q in parts) else WALK_RHO_SIGMAS_LEVELS
     return walk.sparse(scaled.levels) or residual_autocorrelation(
-        fit.levels, fit.bounds) > WALK_RHO_SIGMAS / math.sqrt(len(fit.levels))
+        fit.levels, fit.bounds) > sigmas / math.sqrt(len(fit.levels))
 
 
 def _listed(moves: Sequence[walk.Move], n: int) -> list[ChangePoint]:

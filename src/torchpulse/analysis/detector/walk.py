@@ -9,23 +9,27 @@ allow, whose new level holds.
 ``wanders`` says whether a series is one (all estimated from its moves, the successive
 differences of its levels):
 
-* the walk's share of the moves' variance, from the robust spreads of the differences
-  1..LAGS commits apart fitted as 2 e + k w (``walk_share``), is above SHARE: a median
-  ignores the few differences that straddle one step, a weekly season makes the spread
-  oscillate with k instead of grow;
 * the moves' lag-1 autocorrelation is above RHO1 (and below RHO1_MAX: a ramp's moves
-  follow each other) and their autocorrelations at lags 1-3, summed, above RHO3 (each move
-  pulled to within 3 robust spreads first, so that one step's move does not decide them):
-  white noise's moves and a step in it give -0.5 and about -0.5, a walk's or a quote's 0
-  and 0, AR(0.6)'s about -0.4 summed, AR(0.9)'s -0.05. Where most moves are zero (a
-  quote), the bounds are SPARSE_RHO1 and SPARSE_RHO3 and the moves must not go back and
+  follow each other) and their autocorrelations at lags 1-3, summed, above RHO3 and below
+  RHO3_MAX (each move pulled to within 3 robust spreads first, so that one step's move
+  does not decide them): white noise's moves and a step in it give -0.5 and about -0.5, a
+  walk's or a quote's 0 and 0, AR(0.6)'s -0.2 and about -0.4 summed, AR(0.9)'s -0.05 and
+  -0.14, a ramp of a few commits in white noise's 0.4-1.0 summed. Where most moves are zero
+  (a quote), the bounds are SPARSE_RHO1 and SPARSE_RHO3 and the moves must not go back and
   forth (``_back_and_forth``);
+* the levels persist: their lag-1 regression on their predecessors, with a trend and a
+  level shift where it fits best (``persistence``, a Dickey-Fuller phi), is above
+  PERSISTENCE. Over 100 commits it tells a walk (a median of 0.84) or AR(0.9) (0.79) from
+  AR(0.6) (0.52, give or take 0.09), which the moves' correlations alone do not; the shift
+  keeps one step in white or AR(0.6) noise, and the trend a drift, from reading as
+  persistence. Where most moves are zero the regression is left to ``_stays_moved`` (a
+  quote's moves add up, a toggle's come back);
 * the moves take at least DISTINCT sizes: a counter or a noiseless ramp makes fewer;
 * the series has LEAST_POINTS commits or more.
 
 (changes.analyse asks one thing more of a series whose moves are not mostly zero: that
-segmentation leaves its residuals correlated. A ramp of a few commits in white noise can
-pass the tests above, its moves lifted for a while; around its segments it is white.)
+segmentation does not leave its residuals white or anti-correlated. A drift with a step in
+white noise can pass the tests above; around its segments it is white.)
 
 ``changes`` lists the moves that are changes. The moves are taken about their median (a
 drift's slope); a share p of them is non-zero (1 for a walk, the update rate for a quote),
@@ -48,15 +52,18 @@ import numpy as np
 from torchpulse.analysis.detector.noise import MAD_TO_SD
 from torchpulse.analysis.detector.significance import stats  # scipy.stats, on first use
 
-LAGS = 14  # the lags the walk's share is fitted over: two weeks of a weekly season
-LEAST_SHARE_POINTS = 12  # fewer commits: no share estimate (0)
+LAGS = 14  # how far apart a quote's levels are compared: two weeks of a weekly season
 # fewer commits are never routed: a short ramp's moves or one large step then decide the
-# share and the correlations (a 10-commit drift in 30 read as a walk)
+# persistence and the correlations (a 10-commit drift in 30 read as a walk)
 LEAST_POINTS = 40
-SHARE = 0.2
-RHO1 = -0.15
-RHO3 = -0.25
+RHO1 = -0.2  # about 2 standard errors below a walk's 0 at 100 commits
+RHO3 = -0.35
 RHO1_MAX = 0.4  # above: the moves themselves drift smoothly (a ramp), a walk's do not
+RHO3_MAX = 0.4  # ... and their lag 1-3 sum: a ramp of a few commits in white noise
+# over 100 commits (the moving family, seeds 17 and 19, 160 null series a kind): a walk's
+# persistence is under it in 11-14 %, AR(0.9)'s in 32-36 %, AR(0.6)'s over it in 0-0.6 %
+# (2.5 % with a step of 3 deviations)
+PERSISTENCE = 0.75
 SPARSE_RHO1 = -0.25  # ... when most moves are zero: a coarse timer's toggles give -0.5
 SPARSE_RHO3 = -0.35
 BACK_AND_FORTH = 0.01
@@ -86,42 +93,27 @@ def _mad(d: np.ndarray) -> float:
     return float(MAD_TO_SD * np.median(np.abs(d - np.median(d))))
 
 
-def walk_share(levels: np.ndarray) -> float:
-    """w / (2 e + w) of a random walk plus white noise (increments of variance w, noise of
-    variance e), fitted from the squared robust spreads of the differences 1..LAGS commits
-    apart, s_k^2 = 2 e + k w, by least squares: 0 for white noise, 1 for a walk."""
-    x = np.asarray(levels, dtype=float)
-    lags = [k for k in range(1, LAGS + 1) if len(x) - k >= 8]
-    if len(x) < LEAST_SHARE_POINTS or len(lags) < 3:
-        return 0.0
-    s2 = np.array([_mad(x[k:] - x[:-k]) ** 2 for k in lags])
-    design = np.stack([np.ones(len(lags)), np.asarray(lags, dtype=float)], axis=1)
-    (intercept, slope), *_ = np.linalg.lstsq(design, s2, rcond=None)
-    w, e = max(float(slope), 0.0), max(float(intercept) / 2.0, 0.0)
-    return 0.0 if w + 2.0 * e == 0.0 else w / (w + 2.0 * e)
-
-
 def _walk_like_moves(d: np.ndarray) -> bool:
     """The moves ``d`` are uncorrelated like a walk's and take enough distinct sizes."""
     scale = float(np.max(np.abs(d))) if len(d) else 0.0
     if len(d) < 8 or scale == 0.0 or len(np.unique(np.round(d / scale, 6))) < DISTINCT:
         return False
     centre, s = float(np.median(d)), _mad(d)
-    rho1, rho3 = RHO1, RHO3
+    rho1, rho3, rho3_max = RHO1, RHO3, RHO3_MAX
     if s == 0.0:  # most moves the same (a quote's zeros): the spread of the others, and
         # bounds halfway to white noise's (a quote's few moves scatter its correlations)
         moved = d[d != centre] - centre
         if _back_and_forth(moved):
             return False
         s = _mad(moved) or float(np.max(np.abs(moved)))
-        rho1, rho3 = SPARSE_RHO1, SPARSE_RHO3
+        rho1, rho3, rho3_max = SPARSE_RHO1, SPARSE_RHO3, math.inf
     d = np.clip(d, centre - 3.0 * s, centre + 3.0 * s)
     d = d - np.mean(d)  # the clipped moves' mean: one large step does not shift it
     denominator = float(np.dot(d, d))
     if denominator == 0.0:
         return True
     rho = [float(np.dot(d[k:], d[:-k]) / denominator) for k in (1, 2, 3)]
-    return rho1 < rho[0] < RHO1_MAX and sum(rho) > rho3
+    return rho1 < rho[0] < RHO1_MAX and rho3 < sum(rho) < rho3_max
 
 
 def _back_and_forth(moved: np.ndarray) -> bool:
@@ -153,14 +145,13 @@ def _stays_moved(x: np.ndarray) -> bool:
 def wanders(levels: np.ndarray) -> bool:
     """Whether the series (levels on the analysis scale, oldest first) moves like a random
     walk: its changes are then told by ``changes``, not by segmentation. Where most moves
-    are zero (a quote) the median spreads of walk_share collapse, and _stays_moved stands
-    in for it."""
+    are zero (a quote) _stays_moved stands in for the persistence."""
     x = np.asarray(levels, dtype=float)
     if len(x) < LEAST_POINTS:
         return False
     if not _walk_like_moves(np.diff(x)):  # the cheapest test first: most series fail it
         return False
-    wander = _stays_moved(x) if sparse(x) else walk_share(x) > SHARE
+    wander = _stays_moved(x) if sparse(x) else persistence(x) > PERSISTENCE
     return wander and not _ramps(x)
 
 
@@ -190,6 +181,35 @@ def _ramps(x: np.ndarray) -> bool:
         if float(np.max(np.abs(sums))) > crit * s * math.sqrt(1.0 + share * (m - 1)):
             return True
     return False
+
+
+def persistence(levels: np.ndarray) -> float:
+    """The levels' lag-1 regression coefficient on their predecessors (a Dickey-Fuller
+    phi), with a linear trend and a level shift where it fits best (a step and its pulse
+    as regressors, at any commit but the first and last two): near 1 for a walk, phi for
+    AR(1) noise, with a step in it or not, near 0 for white noise along a drift. Without
+    the shift a step reads as persistence (AR(0.3) noise with a step of 5 deviations: 0.87
+    in the median, the moving family on seed 17); with the shift at the largest move
+    instead, a step smeared over a few commits of AR(0.6) noise did; without the trend, a
+    drift over the whole history with a step in it did."""
+    x = np.asarray(levels, dtype=float)
+    x = x - x.mean()  # the constant is in the design; centring keeps it well conditioned
+    n = len(x) - 1
+    if n < 8:
+        return 0.0
+    y, t, taus = x[1:], np.arange(1, len(x)), np.arange(3, len(x) - 2)
+    design = np.empty((len(taus), n, 5))
+    design[:, :, 0] = 1.0
+    design[:, :, 1] = x[:-1]
+    design[:, :, 2] = t[None, :] >= taus[:, None]
+    design[:, :, 3] = t[None, :] == taus[:, None]
+    design[:, :, 4] = (t - t.mean()) / n
+    gram = np.einsum("kni,knj->kij", design, design)
+    moment = np.einsum("kni,n->ki", design, y)
+    # a pseudo-inverse: a design can be singular (a constant series, a noiseless step)
+    beta = np.einsum("kij,kj->ki", np.linalg.pinv(gram), moment)
+    rss = float(np.dot(y, y)) - np.einsum("ki,ki->k", beta, moment)
+    return float(beta[int(np.argmin(rss)), 1])
 
 
 def sparse(levels: np.ndarray) -> bool:
