@@ -109,6 +109,29 @@ def test_persistence_tells_a_walk_from_ar_noise_with_a_step_in_it_or_not():
     assert walk.persistence(np.zeros(50)) == 0.0  # every design singular: no persistence
 
 
+def test_persistence_is_the_best_fitting_regression_for_every_place_of_the_shift():
+    """The sums behind walk.persistence give what fitting each design in full gives: the
+    coefficient of the previous level in the fit with the smallest residuals."""
+
+    def fitted(x):
+        y, z, n = x[1:], x[:-1], len(x) - 1
+        best = None
+        for i in range(2, n - 2):
+            design = np.stack([np.ones(n), z, np.arange(n) / n, np.arange(n) >= i,
+                               np.arange(n) == i], axis=1).astype(float)
+            beta, *_ = np.linalg.lstsq(design, y, rcond=None)
+            rss = float(np.sum((y - design @ beta) ** 2))
+            best = min(best or (rss, 0.0), (rss, float(beta[1])))
+        return best[1]
+
+    rng = np.random.default_rng(8)
+    for x in (np.cumsum(rng.normal(0, 0.01, 30)), _ar1(0.6, 4, n=45, step_at=20),
+              _white_step(5, n=60, at=40), np.linspace(0, 0.1, 25) + rng.normal(0, 0.003, 25)):
+        assert walk.persistence(x) == pytest.approx(fitted(x), abs=1e-9)
+    # a history of thousands of commits: sums, not a design for every place of the shift
+    assert walk.persistence(np.cumsum(rng.normal(0, 0.01, 20000))) > 0.99
+
+
 def test_a_step_of_five_deviations_in_a_walk_is_the_move_listed():
     for seed in range(10):
         x = _levels(moving_points("walk", seed, step_at=60))

@@ -197,15 +197,25 @@ def persistence(levels: np.ndarray) -> float:
     n = len(x) - 1
     if n < 8:
         return 0.0
-    y, t, taus = x[1:], np.arange(1, len(x)), np.arange(3, len(x) - 2)
-    design = np.empty((len(taus), n, 5))
-    design[:, :, 0] = 1.0
-    design[:, :, 1] = x[:-1]
-    design[:, :, 2] = t[None, :] >= taus[:, None]
-    design[:, :, 3] = t[None, :] == taus[:, None]
-    design[:, :, 4] = (t - t.mean()) / n
-    gram = np.einsum("kni,knj->kij", design, design)
-    moment = np.einsum("kni,n->ki", design, y)
+    y, z = x[1:], x[:-1]
+    trend = (np.arange(n) - (n - 1) / 2.0) / n
+    base = np.stack([np.ones(n), z, trend])  # the regressors every fit shares
+    # the fits for every place of the shift at once, from suffix sums (memory in n, not n^2:
+    # a history of thousands of commits): regressors 1, z, trend, step (from i on), pulse (at i)
+    places = np.arange(2, n - 2)  # the shift's first point in y: commits 3 .. n - 2 of x
+    suffix = np.cumsum(np.concatenate([base, y[None, :]])[:, ::-1], axis=1)[:, ::-1]
+    after = suffix[:, places]  # sums over the points from each place on: 1, z, trend, y
+    k = len(places)
+    gram = np.empty((k, 5, 5))
+    gram[:, :3, :3] = base @ base.T
+    gram[:, :3, 3] = gram[:, 3, :3] = after[:3].T
+    gram[:, :3, 4] = gram[:, 4, :3] = base[:, places].T
+    gram[:, 3, 3] = after[0]
+    gram[:, 3, 4] = gram[:, 4, 3] = gram[:, 4, 4] = 1.0
+    moment = np.empty((k, 5))
+    moment[:, :3] = base @ y
+    moment[:, 3] = after[3]
+    moment[:, 4] = y[places]
     # a pseudo-inverse: a design can be singular (a constant series, a noiseless step)
     beta = np.einsum("kij,kj->ki", np.linalg.pinv(gram), moment)
     rss = float(np.dot(y, y)) - np.einsum("ki,ki->k", beta, moment)
