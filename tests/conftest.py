@@ -7,7 +7,7 @@ import pytest
 # a quiet core for its machine canary) ahead
 FIRST = ("tests/e2e/test_init.py", "tests/e2e/test_culprit.py", "tests/fleet/test_fleet.py",
          "tests/compile/test_compile.py", "tests/e2e/test_asv_e2e.py",
-         "tests/e2e/test_instruction_step.py", "tests/instructions/test_count.py")
+         "tests/e2e/test_instruction_step.py")
 
 
 def pytest_configure(config):

@@ -8,7 +8,12 @@ patched copy of the package) and timed for real, alternating; their numbers fill
 33-commit history whose commit 20 is the change. The alert names that commit on the
 instruction series, with the functions that grew; the same workload's wall time, measured
 one call a commit as a quick CI run would, cannot resolve a step that size; bisect finds
-the commit in at most 7 runs, on either series."""
+the commit in at most 7 runs, on either series.
+
+The unchanged version is counted twice, side by side with the changed one on one core: from
+this checkout and from a clone at a longer path with another working directory and
+environment. The two must agree within 0.1 %, and the first, counted again from the same
+inputs, is taken back instead of counted."""
 
 import concurrent.futures
 import contextlib
@@ -19,15 +24,17 @@ import shutil
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from torchpulse import sizes
 from torchpulse.cli import main
 from torchpulse.culprit.bisect import bisect
 from torchpulse.culprit.runs import Run
 from torchpulse.evaluation import project as evaluation_project
 from torchpulse.files import write_json_atomically
-from torchpulse.instructions import count, profiles
+from torchpulse.instructions import count, profiles, worker
 from torchpulse.results import asv_results
 
 pytestmark = [pytest.mark.slow,
@@ -118,24 +125,50 @@ def _environment(pythonpath):
 # as a busy machine there (counts do not depend on priority; the wall times here only get
 # noisier, which is what they are asserted to be).
 LOWEST = ["nice", "-n", "19"]
+# one version's count, on one core (the first this process may use: under make test, its
+# worker's own), so that the three counts of the fixture run side by side, each beside two
+# busy processes, wherever the test runs. argv: the workloads as JSON, the folder to reuse
+# counts from ("" for none)
 COUNT = """
-import json, sys
+import json, os, sys
+from pathlib import Path
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+import torchpulse
 from torchpulse import sizes
 from torchpulse.instructions import count
-counted, failed = count.count(sys.argv[1:], sizes.INSTRUCTIONS)
-print(json.dumps({"failed": failed, "counted": {
-    name: [c.instructions, c.counts, c.functions] for name, c in counted.items()}}))
+counted, failed = count.count(json.loads(sys.argv[1]), sizes.INSTRUCTIONS,
+                              reuse_in=Path(sys.argv[2]) if sys.argv[2] else None)
+print(json.dumps({"from": torchpulse.__file__, "failed": sorted(failed), "counted": {
+    name: [c.instructions, c.counts, c.functions, c.seconds] for name, c in counted.items()}}))
 """
+# besides the step's two, for the determinism test: the smallest workload, an
+# allocation-heavy autograd one, and one this torchpulse lacks
+OTHERS = ["rnns/cudnn/forward", "autograd/ppl_simple_reg/vjp"]
+MISSING = "rnns/nope/forward"
 
 
-def _count(pythonpath):
-    """The counted workloads of one version: {name: Counted}."""
-    out = subprocess.run([*LOWEST, sys.executable, "-c", COUNT, WORKLOAD, AUTOGRAD],
-                         env=_environment(pythonpath), capture_output=True, text=True,
-                         check=True).stdout
-    got = json.loads(out)
-    assert not got["failed"], got["failed"]
-    return {name: count.Counted(name, *c) for name, c in got["counted"].items()}
+def _count(workloads, pythonpath=None, *, cwd=None, env=None, reuse_in=None):
+    """The counts of one version: {"from": its torchpulse, "failed": [...],
+    "counted": {name: Counted}}."""
+    out = subprocess.run([*LOWEST, sys.executable, "-c", COUNT, json.dumps(workloads),
+                          str(reuse_in or "")], cwd=cwd,
+                         env={**_environment(pythonpath), **(env or {})},
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    got["counted"] = {name: count.Counted(name, *c) for name, c in got["counted"].items()}
+    return got
+
+
+def _clone(root):
+    """The installed torchpulse copied to a much longer path: (its PYTHONPATH entry)."""
+    import torchpulse
+
+    clone = root / "a-clone-at-a-much-longer-path-than-the-first" / "src"
+    shutil.copytree(os.path.dirname(torchpulse.__file__), clone / "torchpulse",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return clone
 
 
 def _times(changed, before, after):
@@ -147,11 +180,31 @@ def _times(changed, before, after):
 
 
 @pytest.fixture(scope="module")
-def history(tmp_path_factory):
+def counted(tmp_path_factory):
+    """The three counts, side by side: this checkout's (kept for reuse), the same from a
+    clone at a longer path started from another working directory with another environment
+    (a 5,000-byte variable, another asv machine), and the changed version's:
+    (root, changed package, this checkout's, the clone's, the changed one's)."""
     root = tmp_path_factory.mktemp("instruction-step")
-    changed = _changed_package(root)
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:  # side by side: load is no matter
-        before, after = pool.map(_count, [None, changed])
+    changed, clone = _changed_package(root), _clone(root)
+    elsewhere = root / "elsewhere"
+    elsewhere.mkdir()
+    every = [WORKLOAD, AUTOGRAD, *OTHERS, MISSING]
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:  # a count does not mind the load
+        here = pool.submit(_count, every, reuse_in=root / "runs")
+        there = pool.submit(_count, every, clone, cwd=elsewhere,
+                            env={"ASV_MACHINE": "another-machine", "CI_SOMETHING": "y" * 5000})
+        after = pool.submit(_count, [WORKLOAD, AUTOGRAD], changed)
+        return root, changed, here.result(), there.result(), after.result()
+
+
+@pytest.fixture(scope="module")
+def history(counted):
+    root, changed, here, _, after = counted
+    assert not after["failed"], after["failed"]
+    assert {WORKLOAD, AUTOGRAD} <= set(here["counted"]), here["failed"]
+    before = {w: here["counted"][w] for w in (WORKLOAD, AUTOGRAD)}
+    after = after["counted"]
     before_times, after_times = _times(changed, STEP, COMMITS - STEP)
     project = root / "project"
     shas = evaluation_project.git_repo(project, COMMITS)
@@ -254,3 +307,65 @@ def test_bisect_finds_the_commit_from_one_run_a_commit(history, workload):
     result = bisect(measure, shas[0], shas[1:], key)
     assert result.found == shas[STEP]
     assert len(runs) <= 7
+
+
+# the most two processes may differ by: the issue's 0.1 %. Since the counted thread starts
+# only once the main thread is parked, the two agree to the instruction (docs/instructions.md,
+# "Determinism"); before, CI read 0.18 % here, and the old way of counting moved 0.5-1.4 %
+SPREAD = 0.001
+# bytes of one workload's stored profile (top 200 functions, gzip): docs/instructions.md
+PROFILE_BUDGET = 8_000
+
+
+def test_two_clones_count_the_same_whatever_their_paths_environments_and_load(counted,
+                                                                             tmp_path):
+    """The same package from another clone at a longer path, started from another working
+    directory with another environment, counts what this checkout counts, each beside two
+    busy processes (the fixture's other counts, on the same core)."""
+    _, _, here, there, _ = counted
+    assert there["from"].startswith(str(counted[0])) and "clone" in there["from"]
+    assert here["failed"] == there["failed"] == [MISSING]
+    assert set(here["counted"]) == set(there["counted"]) == {WORKLOAD, AUTOGRAD, *OTHERS}
+    for name, mine in here["counted"].items():
+        assert mine.instructions > 100_000 and len(mine.counts) == count.WINDOWS
+        assert list(mine.seconds) == list(worker.PHASES)  # where its time went
+        assert all(seconds >= 0 for seconds in mine.seconds.values())
+        theirs = there["counted"][name].instructions
+        assert abs(theirs - mine.instructions) <= SPREAD * mine.instructions, \
+            (name, theirs, mine.instructions)
+    smallest = here["counted"][OTHERS[0]]
+    assert sum(smallest.functions.values()) <= smallest.instructions * 1.001
+    assert any("libtorch" in f for f in smallest.functions)
+    # the profile stored per commit stays small: the top functions, compressed
+    sha = "a" * 40
+    target = profiles.path(tmp_path, sha, "env")
+    profiles.write(target, sha, "env", {OTHERS[0]: smallest.functions},
+                   {OTHERS[0]: smallest.instructions})
+    assert target.stat().st_size <= PROFILE_BUDGET
+    assert profiles.read(tmp_path, sha, "env") == {OTHERS[0]: smallest.functions}
+
+
+def test_the_same_inputs_are_not_counted_again(counted, monkeypatch):
+    """This checkout's count stored what its workloads were made of, as the originals of
+    the stage's copies and links; counted again here, in another process, nothing has
+    changed: the same figures, and the counted process is not started."""
+    import torchpulse
+
+    root, _, here, _, _ = counted
+    runs = root / "runs"
+    (stored,) = [json.loads(p.read_text()) for p in runs.glob("run-*.json")]
+    files, folders = stored["inputs"]["files"], stored["inputs"]["folders"]
+    package = Path(torchpulse.__file__).parent
+    assert str(package / "workloads.py") in files and str(package) in folders
+    assert any(Path(f).name == "libtorch_cpu.so" for f in files)
+    assert any(Path(f).name.startswith("fixed-cost-malloc") for f in files)  # its origin
+    assert not any("/tpc-" in path for path in (*files, *folders))  # nothing of the stage's
+
+    def not_started(*args, **kwargs):
+        raise AssertionError("counted again")
+
+    monkeypatch.setattr(count, "_run", not_started)
+    again, failed = count.count(list(here["counted"]), sizes.INSTRUCTIONS, reuse_in=runs)
+    assert failed == {} and all(c.reused for c in again.values())
+    assert {n: (c.instructions, c.counts, c.functions) for n, c in again.items()} == \
+        {n: (c.instructions, c.counts, c.functions) for n, c in here["counted"].items()}

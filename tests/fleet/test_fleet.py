@@ -180,11 +180,29 @@ def test_embedded_ray_stores_what_asv_run_stores_even_when_killed(tmp_path):
     assert again.returncode == 0 and "fleet: 0 measured, 2 already stored" in again.stdout
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def cluster():
-    """A Ray head with no measurement slot and two simulated nodes with one each."""
+    """A Ray head with no measurement slot and two simulated nodes with one each, started
+    once for the file (10 s): the test that loses a node comes last."""
     with simulated.cluster() as made:
         yield made
+
+
+@pytest.mark.slow
+def test_a_class_of_identical_machines_is_one_machine_over_its_nodes(tmp_path, cluster):
+    made, _nodes = cluster
+    project, shas = _fixture(tmp_path / "repo", commits=3)
+    shards = plan.plan(project, f"{shas[0]}..{shas[-1]}", "time_work")
+    lines: list[str] = []
+    summary = driver.run(project, shards, address=made.address, machine_class="sim",
+                         identical=True, say=lines.append)
+    assert summary.measured == 2 and summary.machines == {"sim"}, lines
+    covered = _covered(project.results_dir)
+    assert set(covered) == {(c, "bench_work.time_work") for c in shas[1:]}
+    assert all(machines == {"sim"} for machines in covered.values())
+    with pytest.raises(driver.FleetError, match="--machine-class gpu: no node carries it "
+                       r"\(classes: sim\)"):
+        driver.run(project, shards, address=made.address, machine_class="gpu")
 
 
 @pytest.mark.slow
@@ -215,24 +233,6 @@ def test_two_nodes_measure_each_series_on_one_machine_and_survive_a_lost_node(tm
     lost_group = {b for (c, b), m in covered.items() if m == set(killed)}
     assert len(lost_group) == 1
     assert sum(1 for m in covered.values() if m == {survivor}) == 5
-
-
-
-@pytest.mark.slow
-def test_a_class_of_identical_machines_is_one_machine_over_its_nodes(tmp_path, cluster):
-    made, _nodes = cluster
-    project, shas = _fixture(tmp_path / "repo", commits=3)
-    shards = plan.plan(project, f"{shas[0]}..{shas[-1]}", "time_work")
-    lines: list[str] = []
-    summary = driver.run(project, shards, address=made.address, machine_class="sim",
-                         identical=True, say=lines.append)
-    assert summary.measured == 2 and summary.machines == {"sim"}, lines
-    covered = _covered(project.results_dir)
-    assert set(covered) == {(c, "bench_work.time_work") for c in shas[1:]}
-    assert all(machines == {"sim"} for machines in covered.values())
-    with pytest.raises(driver.FleetError, match="--machine-class gpu: no node carries it "
-                       r"\(classes: sim\)"):
-        driver.run(project, shards, address=made.address, machine_class="gpu")
 
 
 def test_each_node_describes_its_machine_in_a_file_of_its_own(tmp_path):

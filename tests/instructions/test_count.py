@@ -1,6 +1,7 @@
 """Counting under callgrind: the dumps in order, the median window, the normalised process,
-and the counts of real workloads repeating across two clones whose paths, environments and
-working directories differ, with a busy core beside one of them."""
+its stage, the parent's warm-up. (Real workloads counted from two clones whose paths,
+environments and working directories differ: tests/e2e/test_instruction_step.py, which
+counts them anyway.)"""
 
 import json
 import os
@@ -16,10 +17,7 @@ import pytest
 
 import torchpulse
 from torchpulse import sizes
-from torchpulse.instructions import callgrind, count, family, normalised, profiles, worker
-
-# bytes of one workload's stored profile (top 200 functions, gzip): docs/instructions.md
-PROFILE_BUDGET = 8_000
+from torchpulse.instructions import callgrind, count, family, normalised, worker
 
 
 def test_the_median_window_per_call_and_its_top_functions_are_kept():
@@ -204,103 +202,6 @@ def test_a_stage_whose_counted_process_still_runs_is_left_alone(tmp_path, monkey
                 break
         time.sleep(0.1)
     assert again.root == busy
-
-
-# At the lowest priority: the hog takes every cycle the counted process and the other test
-# worker leave idle, and never slows the other worker's timed tests (their machine canary
-# would read a busy machine and withhold their verdicts).
-HOG = ("import os, time\nos.nice(19)\nend = time.time() + 600\n"
-       "while time.time() < end:\n    pass\n")
-
-# the smallest workload, an allocation-heavy autograd one, one this torchpulse lacks
-WORKLOADS = ["rnns/cudnn/forward", "autograd/ppl_simple_reg/vjp", "rnns/nope/forward"]
-ELSEWHERE = """
-import json, sys
-import torchpulse
-from torchpulse import sizes
-from torchpulse.instructions import count
-counted, failed = count.count(json.loads(sys.argv[1]), sizes.INSTRUCTIONS)
-print(json.dumps({"from": torchpulse.__file__, "failed": sorted(failed),
-                  "counts": {name: c.instructions for name, c in counted.items()}}))
-"""
-# the most two processes may differ by: the issue's 0.1 %. Since the counted thread starts
-# only once the main thread is parked, the two agree to the instruction (docs/instructions.md,
-# "Determinism"); before, CI read 0.18 % here, and the old way of counting moved 0.5-1.4 %
-SPREAD = 0.001
-
-
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (callgrind)")
-def test_two_clones_count_the_same_whatever_their_paths_environments_and_load(tmp_path,
-                                                                             monkeypatch):
-    # the same package from another clone at a longer path, started from another working
-    # directory with another environment (a larger one, another asv machine) beside a hog,
-    # while this process counts from this checkout: side by side, since a count does not
-    # depend on the load beside it (each pays the counted process's start: torch's import
-    # and the parent's warm-up under valgrind)
-    clone = tmp_path / "a-clone-at-a-much-longer-path-than-the-first" / "src"
-    shutil.copytree(Path(torchpulse.__file__).parent, clone / "torchpulse",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(clone), "ASV_MACHINE": "another-machine",
-           "CI_SOMETHING": "y" * 5000}
-    hog = subprocess.Popen([sys.executable, "-c", HOG])
-    try:
-        other = subprocess.Popen([sys.executable, "-c", ELSEWHERE, json.dumps(WORKLOADS)],
-                                 cwd=elsewhere, env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-        try:
-            quiet, failed = count.count(WORKLOADS, sizes.INSTRUCTIONS,
-                                        reuse_in=tmp_path / "runs")
-            out, err = other.communicate()
-        finally:
-            other.kill()
-            other.wait()
-    finally:
-        hog.kill()
-        hog.wait()
-    assert other.returncode == 0, err[-3000:]
-    assert set(quiet) == set(WORKLOADS[:2]) and set(failed) == {"rnns/nope/forward"}
-    busy = json.loads(out.splitlines()[-1])
-    assert busy["from"].startswith(str(clone)) and busy["failed"] == ["rnns/nope/forward"]
-    for name, counted in quiet.items():
-        assert counted.instructions > 100_000 and len(counted.counts) == count.WINDOWS
-        assert list(counted.seconds) == list(worker.PHASES)  # where its time went
-        assert all(seconds >= 0 for seconds in counted.seconds.values())
-        assert abs(busy["counts"][name] - counted.instructions) <= SPREAD * counted.instructions
-    counted = quiet["rnns/cudnn/forward"]
-    assert sum(counted.functions.values()) <= counted.instructions * 1.001
-    assert any("libtorch" in f for f in counted.functions)
-    # the profile stored per commit stays small: the top functions, compressed
-    sha = "a" * 40
-    target = profiles.path(tmp_path, sha, "env")
-    profiles.write(target, sha, "env", {"rnns/cudnn/forward": counted.functions},
-                   {"rnns/cudnn/forward": counted.instructions})
-    assert target.stat().st_size <= PROFILE_BUDGET
-    assert profiles.read(tmp_path, sha, "env") == {"rnns/cudnn/forward": counted.functions}
-    _the_same_inputs_are_not_counted_again(tmp_path / "runs", quiet, monkeypatch)
-
-
-def _the_same_inputs_are_not_counted_again(runs: Path, counted: dict, monkeypatch) -> None:
-    """The quiet count stored what its workloads were made of, as the originals of the
-    stage's copies and links; counted again, nothing has changed: the same figures, and
-    the counted process is not started."""
-    (stored,) = [json.loads(p.read_text()) for p in runs.glob("run-*.json")]
-    files, folders = stored["inputs"]["files"], stored["inputs"]["folders"]
-    package = Path(torchpulse.__file__).parent
-    assert str(package / "workloads.py") in files and str(package) in folders
-    assert any(Path(f).name == "libtorch_cpu.so" for f in files)
-    assert any(Path(f).name.startswith("fixed-cost-malloc") for f in files)  # its origin
-    assert not any("/tpc-" in path for path in (*files, *folders))  # nothing of the stage's
-
-    def not_started(*args, **kwargs):
-        raise AssertionError("counted again")
-
-    monkeypatch.setattr(count, "_run", not_started)
-    again, failed = count.count(WORKLOADS[:2], sizes.INSTRUCTIONS, reuse_in=runs)
-    assert failed == {} and all(c.reused for c in again.values())
-    assert {n: (c.instructions, c.counts, c.functions) for n, c in again.items()} == \
-        {n: (c.instructions, c.counts, c.functions) for n, c in counted.items()}
 
 
 def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
