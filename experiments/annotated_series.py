@@ -10,7 +10,11 @@ over annotators), next to the score of finding nothing.
 DIR is a TCPD checkout (datasets/NAME/NAME.json and annotations.json; the 31 univariate
 series that come with their data) or a directory of NAME.txt files, the values separated
 by spaces ('nan' where one is missing), with the same annotations.json.
-Run: .venv/bin/python experiments/annotated_series.py DIR [--per-series]"""
+Run: .venv/bin/python experiments/annotated_series.py DIR [--per-series]
+
+With --findings, no scores and no annotations.json: one JSON line per series, [name, points,
+findings]. Two versions of the detector that give the same lines score the same; run one of
+them with PYTHONPATH=<a worktree>/src (any subset of the series will do)."""
 
 import json
 import math
@@ -85,5 +89,13 @@ def main(root: Path, per_series: bool) -> None:
           f"{mean[2]:.3f}; finding nothing: F1 {zero:.3f} ({time.time() - started:.1f} s)")
 
 
+def print_findings(root: Path) -> None:
+    for name, values in load(root).items():
+        print(json.dumps([name, len(values), findings(values)]))
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), "--per-series" in sys.argv[2:])
+    if "--findings" in sys.argv[2:]:
+        print_findings(Path(sys.argv[1]))
+    else:
+        main(Path(sys.argv[1]), "--per-series" in sys.argv[2:])
