@@ -52,9 +52,10 @@ def test_walks_and_quotes_wander_and_white_noise_seasons_and_counters_do_not():
     def share(kind, **kw):
         return np.mean([walk.wanders(_levels(moving_points(kind, s, **kw))) for s in range(20)])
 
-    assert share("walk") >= 0.75  # 0.8 here; 0.65 at fec814d (the walk share)
-    assert share("walk", step_at=50) >= 0.75
-    assert share("ar1-0.9") >= 0.5  # at 100 commits AR(0.9) wanders as a walk does
+    # 0.95 here; 0.8 with the persistence over 0.75, 0.65 at fec814d (the walk share)
+    assert share("walk") >= 0.85
+    assert share("walk", step_at=50) >= 0.85
+    assert share("ar1-0.9") >= 0.65  # 0.8: at 100 commits AR(0.9) wanders as a walk does
     assert share("quote") >= 0.85
     assert share("quote", step_at=50) >= 0.85
     for kind in ("ar1-0.3", "ar1-0.6", "seasonal", "outliers", "logistic"):
