@@ -104,7 +104,8 @@ def test_a_season_is_not_a_walk_and_a_walk_rarely_reads_as_one():
         for _ in range(300):
             d = rng.normal(0, 1, n)
             d = d - d.mean()
-            rejected.append(walk._seasonal(d, float(d @ d)))
+            rho = walk._autocorrelations(d, float(d @ d), walk.SEASON_LAGS)
+            rejected.append(walk._seasonal(n, rho))
     assert np.mean(rejected) <= 0.005
 
 

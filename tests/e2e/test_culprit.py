@@ -30,6 +30,14 @@ def repo(tmp_path_factory):
     return root, shas
 
 
+def _copy_in_its_environment(root: Path, dest: Path) -> None:
+    """A copy of the fixture repository without its results, sharing its asv environment
+    (building one is 13 s of pip)."""
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns("results", ".asv"))
+    (root / ".asv").mkdir(exist_ok=True)  # run alone, no test has made it yet
+    (dest / ".asv").symlink_to(root / ".asv")
+
+
 def test_bisect_finds_the_step_and_files_its_probes(repo, monkeypatch, capsys, tmp_path):
     root, shas = repo
     monkeypatch.chdir(root)
@@ -92,8 +100,7 @@ def test_compare_across_the_step_is_slower(repo, monkeypatch, capsys):
 def test_gate_without_history_decides_by_comparing(repo, tmp_path):
     root, shas = repo
     project = tmp_path / "gate"
-    shutil.copytree(root, project, ignore=shutil.ignore_patterns("results", ".asv"))
-    (project / ".asv").symlink_to(root / ".asv")  # the environment, not the results
+    _copy_in_its_environment(root, project)
     env = {**os.environ, "TORCHPULSE": str(Path(sys.executable).with_name("torchpulse")),
            "PYTHON": sys.executable, "ASV": str(Path(sys.executable).with_name("asv")),
            "TORCHPULSE_CONFIG": str(project / "asv.conf.json"),
@@ -153,14 +160,10 @@ def test_a_commit_that_does_not_build_is_an_error_in_either_order(repo, tmp_path
     """BASE and HEAD go to one asv run, and asv discovers the suite at the first commit that
     builds: a HEAD that does not build would only read as failed benchmarks. It is measured
     alone then, and is the one-line error it was before (exit 2)."""
-    # a copy of the fixture with a broken commit on top, in the fixture's environment
-    # (building one is 13 s of pip)
+    # a copy of the fixture with a broken commit on top
     source, shas = repo
     root = tmp_path / "stepwork"
-    shutil.copytree(source, root, symlinks=True,
-                    ignore=shutil.ignore_patterns("results", ".asv", "*.json.tmp"))
-    (source / ".asv").mkdir(exist_ok=True)  # run alone, no test has made it yet
-    (root / ".asv").symlink_to(source / ".asv")
+    _copy_in_its_environment(source, root)
     good = shas[-1]
     (root / "pyproject.toml").write_text("[build-system\nnot toml")
     subprocess.run(["git", "commit", "-qam", "a broken build"], cwd=root, check=True)

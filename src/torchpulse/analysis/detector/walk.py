@@ -122,21 +122,29 @@ def _walk_like_moves(d: np.ndarray) -> bool:
     denominator = float(np.dot(d, d))
     if denominator == 0.0:
         return True
-    rho = [float(np.dot(d[k:], d[:-k]) / denominator) for k in (1, 2, 3)]
-    if not (rho1 < rho[0] < RHO1_MAX and rho3 < sum(rho) < rho3_max):
+    rho = _autocorrelations(d, denominator, 3 if quote else max(3, _season_lags(len(d))))
+    if not (rho1 < rho[0] < RHO1_MAX and rho3 < sum(rho[:3]) < rho3_max):
         return False
-    return quote or not _seasonal(d, denominator)
+    return quote or not _seasonal(len(d), rho)
 
 
-def _seasonal(d: np.ndarray, denominator: float) -> bool:
-    """The centred moves ``d`` are autocorrelated at some lag up to SEASON_LAGS (a
-    quarter of them at most) by Ljung-Box's Q at SEASON_ALPHA: a series that comes back
-    each season, whose neighbouring levels persist as a walk's do."""
-    n, lags = len(d), min(SEASON_LAGS, len(d) // 4)
+def _autocorrelations(d: np.ndarray, denominator: float, lags: int) -> list[float]:
+    """The centred moves' autocorrelations at lags 1..``lags``."""
+    return [float(np.dot(d[k:], d[:-k]) / denominator) for k in range(1, lags + 1)]
+
+
+def _season_lags(n: int) -> int:
+    return min(SEASON_LAGS, n // 4)  # a quarter of the moves at most
+
+
+def _seasonal(n: int, rho: list[float]) -> bool:
+    """The n moves are autocorrelated at some lag up to SEASON_LAGS (``rho``, from lag 1)
+    by Ljung-Box's Q at SEASON_ALPHA: a series that comes back each season, whose
+    neighbouring levels persist as a walk's do."""
+    lags = _season_lags(n)
     if lags < 4:
         return False
-    q = n * (n + 2) * sum((float(np.dot(d[k:], d[:-k])) / denominator) ** 2 / (n - k)
-                          for k in range(1, lags + 1))
+    q = n * (n + 2) * sum(rho[k - 1] ** 2 / (n - k) for k in range(1, lags + 1))
     return float(stats.chi2.sf(q, lags)) < SEASON_ALPHA
 
 
