@@ -56,12 +56,15 @@ MIN_POINTS = 5  # fewer commits tell nothing about between-run noise; such serie
 HELD = MDE_COMMITS_AFTER
 # residuals around the segments whose lag-1 autocorrelation exceeds this many of its
 # standard errors under white noise (1 / sqrt(n)) are not white: the noise wanders, and a
-# mean of m of its commits varies (1 + rho) / (1 - rho) times more than white noise's
-RHO_SIGMAS = 2.5
+# mean of m of its commits varies (1 + rho) / (1 - rho) times more than white noise's.
+# 2 standard errors, not 2.5: segmentation at the white noise's spread cuts some of the
+# wander away and leaves AR(0.3)'s residuals at 0.1-0.2 over 100 commits (docs/detection.md)
+RHO_SIGMAS = 2.0
 RHO_MAX = 0.95
-# ... and only where the successive differences say the noise wanders (noise.wander): an
-# undetected step leaves correlated residuals too, but one large difference, not a wander
-WANDER_MIN = 0.3
+# ... and only where the successive differences say the noise wanders (noise.wander, whose
+# estimate of phi has a standard error of 0.14 over 100 commits): an undetected step leaves
+# correlated residuals too, but one large difference, not a wander
+WANDER_MIN = 0.1
 # a series whose moves look like a walk's is read as one when its residuals around the
 # segments are correlated beyond this many standard errors of white noise where the pieces
 # hold a drift, and WALK_RHO_SIGMAS_LEVELS where they hold levels only: a walk's are by 7.5
