@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from torchpulse.analysis.detector import distributions as dist
+
 
 class _Stats:
     """scipy.stats, imported on first use: an alert whose verdicts all come from the cache
@@ -36,7 +38,7 @@ REACH_CAP = 100  # how far the projection of an unstable series' mde looks
 def _nu(x: np.ndarray) -> np.ndarray:
     """Siegmund's overshoot correction for a discrete-time maximum."""
     h = x / 2.0
-    return (2.0 / x) * (stats.norm.cdf(h) - 0.5) / (h * stats.norm.cdf(h) + stats.norm.pdf(h))
+    return (2.0 / x) * (dist.norm_cdf(h) - 0.5) / (h * dist.norm_cdf(h) + dist.norm_pdf(h))
 
 
 def max_split_pvalue(z: float, m: int) -> float:
@@ -49,15 +51,15 @@ def max_split_pvalue(z: float, m: int) -> float:
         return 1.0
     if not math.isfinite(z):
         return 0.0
-    bonferroni = 2.0 * stats.norm.sf(z) * (m - 1)
+    bonferroni = 2.0 * dist.norm_sf(z) * (m - 1)
     if z <= 0:
         return 1.0
     t = np.arange(1, m) / m
-    siegmund = z * stats.norm.pdf(z) * float(np.sum(_nu(z / np.sqrt(m * t * (1 - t)))
+    siegmund = z * dist.norm_pdf(z) * float(np.sum(_nu(z / np.sqrt(m * t * (1 - t)))
                                                       / (t * (1 - t)))) / m
     # the approximation is for the tail: near z = 0 it tends to 0, so it is held at the p of
     # one split, which the maximum over all splits can never be below
-    return float(max(2.0 * stats.norm.sf(z), min(1.0, bonferroni, siegmund)))
+    return float(max(2.0 * dist.norm_sf(z), min(1.0, bonferroni, siegmund)))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -125,7 +127,7 @@ class Tester:
         t = (self._mean(k, b) - self._mean(a, k)) / se
         dof = min(self.dof, TAIL_DF * min(k - a, b - k)) if tails else self.dof
         # the normal deviate with the t statistic's tail probability (sigma is estimated)
-        z = stats.norm.isf(stats.t.sf(abs(t), dof))
+        z = dist.norm_isf(dist.t_sf(abs(t), dof))
         return max_split_pvalue(z, b - a), se
 
     def contrast(self, a: int, b: int, c: int, d: int) -> tuple[float, float]:
@@ -133,7 +135,7 @@ class Tester:
         the places a change could have gone between a and d; and its stderr."""
         se = self.sigma * math.sqrt(1.0 / (b - a) + 1.0 / (d - c))
         t = (self._mean(c, d) - self._mean(a, b)) / se
-        z = stats.norm.isf(stats.t.sf(abs(t), self.dof))
+        z = dist.norm_isf(dist.t_sf(abs(t), self.dof))
         return max_split_pvalue(z, d - a), se
 
     def best_split(self, a: int, b: int) -> int | None:

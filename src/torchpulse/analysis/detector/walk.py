@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from torchpulse.analysis.detector import distributions as dist
 from torchpulse.analysis.detector.noise import MAD_TO_SD
 from torchpulse.analysis.detector.significance import stats  # scipy.stats, on first use
 
@@ -145,7 +146,7 @@ def _seasonal(n: int, rho: list[float]) -> bool:
     if lags < 4:
         return False
     q = n * (n + 2) * sum(rho[k - 1] ** 2 / (n - k) for k in range(1, lags + 1))
-    return float(stats.chi2.sf(q, lags)) < SEASON_ALPHA
+    return float(dist.chi2_sf(q, lags)) < SEASON_ALPHA
 
 
 def _back_and_forth(moved: np.ndarray) -> bool:
@@ -200,7 +201,7 @@ def _ramps(x: np.ndarray) -> bool:
     widths = range(2, min(RAMP, len(dev)) + 1)
     if s == 0.0 or not len(widths):
         return False
-    crit = float(stats.norm.isf(ALPHA / (4.0 * len(dev) * len(widths))))
+    crit = float(dist.norm_isf(ALPHA / (4.0 * len(dev) * len(widths))))
     unchanged = dev.copy()
     unchanged[[m.index - 1 for m in changes(x)]] = 0.0
     for m in widths:
@@ -273,7 +274,7 @@ def beyond(levels: np.ndarray, start: int, end: int) -> bool:
     if s == 0.0 or m <= 0 or len(elsewhere) < LEAST_MOVES:
         return True
     rise = float(x[end] - x[start]) - float(np.median(elsewhere)) * m
-    crit = float(stats.norm.isf(ALPHA / (len(d) * len(d))))
+    crit = float(dist.norm_isf(ALPHA / (len(d) * len(d))))
     return abs(rise) > crit * s * math.sqrt(m * share)
 
 
@@ -302,7 +303,7 @@ def changes(levels: np.ndarray, least: float = math.inf) -> list[Move]:
         candidates, c = np.flatnonzero(dev), 0.0
     else:
         tail = (1.0 - (1.0 - ALPHA) ** (1.0 / n)) / (2.0 * share)
-        c = min(s * float(stats.norm.isf(min(tail, 0.5))), least)
+        c = min(s * float(dist.norm_isf(min(tail, 0.5))), least)
         candidates = np.flatnonzero(np.abs(dev) >= c)
     found = []
     for j in candidates:
@@ -316,7 +317,7 @@ def changes(levels: np.ndarray, least: float = math.inf) -> list[Move]:
         if s == 0.0:
             p = 0.0
         else:
-            tail = min(2.0 * share * float(stats.norm.sf(abs(dev[j]) / s)), 1.0)
+            tail = min(2.0 * share * float(dist.norm_sf(abs(dev[j]) / s)), 1.0)
             p = -math.expm1(n * math.log1p(-tail)) if tail < 1.0 else 1.0
         found.append(Move(i, float(before.mean()), float(after.mean()), p, s))
     return found
