@@ -1,11 +1,14 @@
 """DETR's loss: boxes in (cx, cy, w, h), a Hungarian matching of predictions to targets
-(scipy's linear_sum_assignment) and the set criterion over the matched pairs."""
+(scipy's linear_sum_assignment) and the set criterion over the matched pairs.
+
+scipy is imported when a matcher is made, not with this module: the instruction family's
+counted process imports every workload's module at its start, under valgrind, and scipy's
+330 modules cost it 6-10 s of every commit's count (docs/instructions.md, "Cost")."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from scipy.optimize import linear_sum_assignment
 from torch import Tensor, nn
 
 
@@ -38,6 +41,9 @@ class HungarianMatcher(nn.Module):
 
     def __init__(self, cost_class: float = 1, cost_bbox: float = 5, cost_giou: float = 2):
         super().__init__()
+        from scipy.optimize import linear_sum_assignment
+
+        self.assign = linear_sum_assignment
         self.cost_class, self.cost_bbox, self.cost_giou = cost_class, cost_bbox, cost_giou
 
     def cost_matrices(self, outputs: dict[str, Tensor], targets: list[dict[str, Tensor]]
@@ -59,7 +65,7 @@ class HungarianMatcher(nn.Module):
                 ) -> list[tuple[Tensor, Tensor]]:
         pairs = []
         for cost in self.cost_matrices(outputs, targets):
-            rows, cols = linear_sum_assignment(cost.cpu().numpy())
+            rows, cols = self.assign(cost.cpu().numpy())
             pairs.append((torch.as_tensor(rows, dtype=torch.int64),
                           torch.as_tensor(cols, dtype=torch.int64)))
         return pairs
