@@ -20,10 +20,23 @@ from torchpulse.results.project import Project
 from torchpulse.testing import fleet_cluster as simulated
 
 
-def _fixture(root: Path, commits: int = 4) -> tuple[Project, list[str]]:
-    """The culprit fixture (pure Python, no torch) with a second benchmark group."""
+def _fixture(root: Path, commits: int = 4, environments: Path | None = None
+             ) -> tuple[Project, list[str]]:
+    """The culprit fixture (pure Python, no torch) with a second benchmark group; with
+    ``environments``, its .asv folder is that one, where the nodes' asv environments are
+    kept (a node builds one in about 13 s of pip; the Ray tests share them)."""
     shas = simulated.fixture(root, commits)
+    if environments is not None:
+        environments.mkdir(exist_ok=True)
+        (root / ".asv").symlink_to(environments)
     return Project.load(root / "asv.conf.json"), shas
+
+
+@pytest.fixture(scope="module")
+def environments(tmp_path_factory) -> Path:
+    """The .asv folder the Ray tests' fixtures share: each node's environment is built once
+    for the file (asv checks the commits of each new fixture out into it)."""
+    return tmp_path_factory.mktemp("fleet-asv") / ".asv"
 
 
 def _covered(results: Path) -> dict[tuple[str, str], set[str]]:
@@ -133,17 +146,20 @@ def test_command_errors_are_one_line_exit_2(tmp_path, capsys):
 
 # --------------------------------------------------------------------------- with Ray
 
+HERE = "sim-a"  # the embedded run's machine: a simulated node's name (fleet_cluster.cluster)
+
 
 @pytest.mark.slow
-def test_embedded_ray_stores_what_asv_run_stores_even_when_killed(tmp_path):
-    """Without --address: one local slot, this machine's name. A driver killed (SIGKILL)
+def test_embedded_ray_stores_what_asv_run_stores_even_when_killed(tmp_path, environments):
+    """Without --address: one local slot, the machine name given. A driver killed (SIGKILL)
     after its first commit leaves whole results files; run again, it measures only the
     rest; the (commit, benchmark) values are then those `asv run` of the range stores, and
-    a third run measures nothing."""
-    project, shas = _fixture(tmp_path / "repo", commits=3)
+    a third run measures nothing. (The name is a simulated node's, so that the cluster tests
+    below find its environment built.)"""
+    project, shas = _fixture(tmp_path / "repo", commits=3, environments=environments)
     conf = str(project.config)
     command = [sys.executable, "-m", "torchpulse.cli", "fleet", "run", f"{shas[0]}..{shas[-1]}",
-               "--machine", "here", "--bench", "time_work", "--config", conf]
+               "--machine", HERE, "--bench", "time_work", "--config", conf]
     killed = subprocess.Popen(command, cwd=project.root, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
     assert killed.stderr is not None
@@ -164,7 +180,7 @@ def test_embedded_ray_stores_what_asv_run_stores_even_when_killed(tmp_path):
     subprocess.run([sys.executable, "-m", "asv", "machine", "--yes", "--machine", "seq",
                     "--config", conf], cwd=project.root, check=True, capture_output=True)
     settings = project.elsewhere(tmp_path / "seq-results", tmp_path / "html")
-    settings["env_dir"] = str(project.root / ".asv" / "fleet" / "here" / "env")  # built
+    settings["env_dir"] = str(project.root / ".asv" / "fleet" / HERE / "env")  # built
     (tmp_path / "seq.json").write_text(json.dumps(settings))
     seq = subprocess.run([sys.executable, "-m", "asv", "run", "--config",
                           str(tmp_path / "seq.json"), "--machine", "seq", "--record-samples",
@@ -173,7 +189,7 @@ def test_embedded_ray_stores_what_asv_run_stores_even_when_killed(tmp_path):
     assert seq.returncode == 0, seq.stdout[-3000:]
     fleet, sequential = _covered(project.results_dir), _covered(tmp_path / "seq-results")
     assert set(fleet) == set(sequential) and len(fleet) == 2
-    assert all(machines == {"here"} for machines in fleet.values())
+    assert all(machines == {HERE} for machines in fleet.values())
 
     again = subprocess.run(command, cwd=project.root, capture_output=True, text=True,
                            timeout=900)
@@ -189,9 +205,10 @@ def cluster():
 
 
 @pytest.mark.slow
-def test_a_class_of_identical_machines_is_one_machine_over_its_nodes(tmp_path, cluster):
+def test_a_class_of_identical_machines_is_one_machine_over_its_nodes(tmp_path, cluster,
+                                                                    environments):
     made, _nodes = cluster
-    project, shas = _fixture(tmp_path / "repo", commits=3)
+    project, shas = _fixture(tmp_path / "repo", commits=3, environments=environments)
     shards = plan.plan(project, f"{shas[0]}..{shas[-1]}", "time_work")
     lines: list[str] = []
     summary = driver.run(project, shards, address=made.address, machine_class="sim",
@@ -207,9 +224,10 @@ def test_a_class_of_identical_machines_is_one_machine_over_its_nodes(tmp_path, c
 
 @pytest.mark.slow
 def test_two_nodes_measure_each_series_on_one_machine_and_survive_a_lost_node(tmp_path,
-                                                                             cluster):
+                                                                             cluster,
+                                                                             environments):
     made, nodes = cluster
-    project, shas = _fixture(tmp_path / "repo", commits=4)
+    project, shas = _fixture(tmp_path / "repo", commits=4, environments=environments)
     shards = plan.plan(project, f"{shas[0]}..{shas[-1]}")
     killed: list[str] = []
 
