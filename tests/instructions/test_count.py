@@ -277,7 +277,7 @@ def test_the_counted_thread_starts_its_work_only_once_the_main_thread_is_parked(
 
 def test_the_counted_process_starts_without_scipy():
     """The counted process imports every workload's module at its start, under valgrind:
-    scipy's 330 modules cost it 6-10 s a commit there. Only DETR's matcher uses scipy, and
+    scipy's 321 modules cost it 6-10 s a commit there. Only DETR's matcher uses scipy, and
     imports it when a matcher is made (in DETR's own child)."""
     imports = [line for line in worker.BOOTSTRAP.splitlines() if line.startswith("import ")]
     assert any("torchpulse.autograd.run" in line for line in imports)

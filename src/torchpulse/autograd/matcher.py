@@ -3,7 +3,7 @@
 
 scipy is imported when a matcher is made, not with this module: the instruction family's
 counted process imports every workload's module at its start, under valgrind, and scipy's
-330 modules cost it 6-10 s of every commit's count (docs/instructions.md, "Cost")."""
+321 modules cost it 6-10 s of every commit's count (docs/instructions.md, "Cost")."""
 
 from __future__ import annotations
 
