@@ -30,11 +30,12 @@ def test_the_normals_functions_are_scipy_stats_to_the_bit(mine, theirs):
     assert _same(mine(np.array(values)), theirs(np.array(values)))  # and on arrays
 
 
-def test_the_normals_inverse_tail_is_scipy_stats_to_the_bit():
+def test_the_normals_inverse_tails_are_scipy_stats_to_the_bit():
     rng = np.random.default_rng(1)
     tails = [0.0, 1.0, 0.5, 1e-300, 1e-17, 1e-9, 0.999999, np.nan, *rng.uniform(0, 1, 2000),
              *10.0 ** -rng.uniform(0, 300, 500)]
     assert all(_same(dist.norm_isf(q), stats.norm.isf(q)) for q in tails)
+    assert all(_same(dist.norm_ppf(q), stats.norm.ppf(q)) for q in tails)
 
 
 @pytest.mark.parametrize("df", [1, 2, 3, 7, 30, 98, 1000])
@@ -43,3 +44,9 @@ def test_students_and_chi_squared_tails_are_scipy_stats_to_the_bit(df):
     assert all(_same(dist.t_sf(x, df), stats.t.sf(x, df)) for x in values)
     assert all(_same(dist.chi2_sf(abs(x) * df, df), stats.chi2.sf(abs(x) * df, df))
                for x in values)
+
+
+def test_a_fair_coins_tail_is_scipy_stats_to_the_bit():
+    for n in [*range(1, 300), 500, 999, 1000, 2000]:
+        for k in range(-1, n + 1):
+            assert dist.binom_sf_half(k, n) == stats.binom.sf(k, n, 0.5), (k, n)

@@ -181,7 +181,7 @@ def compute(series: Sequence[Series], analyse: Callable[[Series], SeriesVerdict]
     todo = [i for i, label in enumerate(labels) if label not in known]
     verdicts: dict[int, SeriesVerdict] = {}
     if todo:  # the detector's scipy, imported once here rather than in every worker
-        import scipy.stats  # noqa: F401
+        import scipy.special  # noqa: F401
     workers = min(_cores(), len(todo) // (PARALLEL_FROM // 2))
     if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
         _JOB = (series, analyse)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from torchpulse.analysis.detector import significance
+from torchpulse.analysis.detector import distributions as dist
 
 if TYPE_CHECKING:
     from torchpulse.analysis.detector.model import Point
@@ -37,8 +37,8 @@ def _trim_factor(keep: int, total: int) -> float:
     kept = keep / total
     if kept >= 1.0:
         return 1.0
-    z = significance.stats.norm.ppf((1.0 + kept) / 2.0)
-    return 1.0 / math.sqrt(1.0 - 2.0 * z * significance.stats.norm.pdf(z) / kept)
+    z = dist.norm_ppf((1.0 + kept) / 2.0)
+    return 1.0 / math.sqrt(1.0 - 2.0 * z * dist.norm_pdf(z) / kept)
 
 
 def spread(x: np.ndarray) -> float:

@@ -12,21 +12,6 @@ import numpy as np
 
 from torchpulse.analysis.detector import distributions as dist
 
-
-class _Stats:
-    """scipy.stats, imported on first use: an alert whose verdicts all come from the cache
-    never needs it (half a second of its start). The first use puts the module itself in
-    this one's globals."""
-
-    def __getattr__(self, name: str):  # noqa: ANN204 (whatever scipy.stats holds)
-        from scipy import stats as module
-
-        globals()["stats"] = module
-        return getattr(module, name)
-
-
-stats = _Stats()
-
 # the minimum detectable effect is the 80 %-power step size: scipy's norm.ppf(0.8), written
 # out so that importing this module does not import scipy (a test holds the two equal)
 POWER_Z = 0.8416212335729143

@@ -53,7 +53,6 @@ import numpy as np
 
 from torchpulse.analysis.detector import distributions as dist
 from torchpulse.analysis.detector.noise import MAD_TO_SD
-from torchpulse.analysis.detector.significance import stats  # scipy.stats, on first use
 
 LAGS = 14  # how far apart a quote's levels are compared: two weeks of a weekly season
 # fewer commits are never routed: a short ramp's moves or one large step then decide the
@@ -157,7 +156,7 @@ def _back_and_forth(moved: np.ndarray) -> bool:
     if len(moved) < 2:
         return False
     turns = int(np.sum(np.sign(moved[1:]) != np.sign(moved[:-1])))
-    return float(stats.binom.sf(turns - 1, len(moved) - 1, 0.5)) < BACK_AND_FORTH
+    return dist.binom_sf_half(turns - 1, len(moved) - 1) < BACK_AND_FORTH
 
 
 def _stays_moved(x: np.ndarray) -> bool:
