@@ -583,3 +583,30 @@ def test_mildly_autocorrelated_noise_widens_the_noise_more_often():
         patch.setattr(changes, "WANDER_MIN", math.inf)  # no widening at all
         plain = [analyse(p).noise for p in nulls]
     assert sum(v.noise != p for v, p in zip(verdicts, plain, strict=True)) >= 200
+
+
+def test_spikes_found_at_once_are_those_a_commit_by_commit_reading_finds():
+    """find_spikes reads every commit in one array operation: the same commits as reading
+    them one by one with the rule's words (both neighbours left by SPIKE_SIGMAS, the same
+    way, and the neighbours agreeing)."""
+    from torchpulse.analysis.detector.noise import SPIKE_SIGMAS
+
+    def one_by_one(levels, sigma):
+        cut = SPIKE_SIGMAS * sigma
+        return [i for i in range(1, len(levels) - 1)
+                if abs(levels[i] - levels[i - 1]) > cut and abs(levels[i] - levels[i + 1]) > cut
+                and (levels[i] - levels[i - 1]) * (levels[i] - levels[i + 1]) > 0
+                and abs(levels[i - 1] - levels[i + 1]) < cut / 2]
+
+    rng = np.random.default_rng(11)
+    found = 0
+    for n in (3, 4, 10, 100, 1000):
+        for _ in range(20):
+            levels = rng.normal(0, 0.01, n)
+            levels[rng.random(n) < 0.05] += rng.choice([-1, 1]) * rng.uniform(0.02, 0.2)
+            expected = one_by_one(levels, 0.01)
+            assert find_spikes(levels, 0.01) == expected
+            assert find_spikes(list(levels), 0.01) == expected
+            found += len(expected)
+    assert found > 50  # the comparison saw spikes, not only quiet series
+    assert find_spikes(np.zeros(2), 0.01) == [] and find_spikes(np.ones(5), 0.0) == []

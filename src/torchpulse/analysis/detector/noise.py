@@ -191,13 +191,11 @@ def find_spikes(levels: np.ndarray, sigma: float) -> list[int]:
     if sigma <= 0 or len(levels) < 3:
         return []
     cut = SPIKE_SIGMAS * sigma
-    spikes = []
-    for i in range(1, len(levels) - 1):
-        left, right = levels[i] - levels[i - 1], levels[i] - levels[i + 1]
-        if (abs(left) > cut and abs(right) > cut and left * right > 0
-                and abs(levels[i - 1] - levels[i + 1]) < cut / 2):
-            spikes.append(i)
-    return spikes
+    x = np.asarray(levels, dtype=float)
+    left, right = x[1:-1] - x[:-2], x[1:-1] - x[2:]  # every commit at once, as one by one
+    spike = ((np.abs(left) > cut) & (np.abs(right) > cut) & (left * right > 0)
+             & (np.abs(x[:-2] - x[2:]) < cut / 2))
+    return [int(i) + 1 for i in np.flatnonzero(spike)]
 
 
 def winsorise_running(levels: np.ndarray, cut: float, news: int = 2) -> np.ndarray:
