@@ -42,12 +42,12 @@ def norm_sf(x: float | np.ndarray) -> np.floating | np.ndarray:
     return _sc().ndtr(-np.asarray(x, dtype=float))
 
 
-def norm_isf(q: float | np.ndarray) -> np.floating | np.ndarray:
-    return -_sc().ndtri(q)
-
-
 def norm_ppf(q: float | np.ndarray) -> np.floating | np.ndarray:
     return _sc().ndtri(q)
+
+
+def norm_isf(q: float | np.ndarray) -> np.floating | np.ndarray:
+    return -norm_ppf(q)
 
 
 def t_sf(x: float | np.ndarray, df: float) -> np.floating | np.ndarray:

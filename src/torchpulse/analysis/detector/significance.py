@@ -23,7 +23,8 @@ REACH_CAP = 100  # how far the projection of an unstable series' mde looks
 def _nu(x: np.ndarray) -> np.ndarray:
     """Siegmund's overshoot correction for a discrete-time maximum."""
     h = x / 2.0
-    return (2.0 / x) * (dist.norm_cdf(h) - 0.5) / (h * dist.norm_cdf(h) + dist.norm_pdf(h))
+    below = dist.norm_cdf(h)
+    return (2.0 / x) * (below - 0.5) / (h * below + dist.norm_pdf(h))
 
 
 def max_split_pvalue(z: float, m: int) -> float:
@@ -36,15 +37,16 @@ def max_split_pvalue(z: float, m: int) -> float:
         return 1.0
     if not math.isfinite(z):
         return 0.0
-    bonferroni = 2.0 * dist.norm_sf(z) * (m - 1)
     if z <= 0:
         return 1.0
+    one_split = 2.0 * dist.norm_sf(z)  # the p of one split
+    bonferroni = one_split * (m - 1)
     t = np.arange(1, m) / m
     siegmund = z * dist.norm_pdf(z) * float(np.sum(_nu(z / np.sqrt(m * t * (1 - t)))
                                                       / (t * (1 - t)))) / m
     # the approximation is for the tail: near z = 0 it tends to 0, so it is held at the p of
     # one split, which the maximum over all splits can never be below
-    return float(max(2.0 * dist.norm_sf(z), min(1.0, bonferroni, siegmund)))
+    return float(max(one_split, min(1.0, bonferroni, siegmund)))
 
 
 @functools.lru_cache(maxsize=1024)
