@@ -69,8 +69,10 @@ WANDER_MIN = 0.1
 # segments are correlated beyond this many standard errors of white noise where the pieces
 # hold a drift, and WALK_RHO_SIGMAS_LEVELS where they hold levels only: a walk's are by 7.5
 # in the median (2 of 166 null walks of the moving family under 0.5, 11 under 2), a drift's
-# in white noise over part of 40-60 commits by under 1.4 (tests/analysis/test_walk.py)
-WALK_RHO_SIGMAS = 2.0
+# in white noise over part of 40-100 commits by under 1.4, one by 1.6, of those that pass
+# walk.wanders (tests/analysis/test_walk.py). At 2, a walk cut into lines and levels often
+# kept only 1.5-2 (37 of 300 null walks; at 1.7: 21, 2026-11-29)
+WALK_RHO_SIGMAS = 1.7
 WALK_RHO_SIGMAS_LEVELS = 0.5
 
 

@@ -58,8 +58,11 @@ LAGS = 14  # how far apart a quote's levels are compared: two weeks of a weekly 
 # fewer commits are never routed: a short ramp's moves or one large step then decide the
 # persistence and the correlations (a 10-commit drift in 30 read as a walk)
 LEAST_POINTS = 40
-RHO1 = -0.2  # about 2 standard errors below a walk's 0 at 100 commits
-RHO3 = -0.35
+# 2.5 standard errors below a walk's 0 at 100 commits (0.1 for lag 1, 0.17 for the sum of
+# lags 1-3): at 2 (-0.2, -0.35) one null walk in 17 failed one of them by chance (issue 51,
+# 2026-11-29). AR(0.6)'s moves (-0.2 and about -0.4) pass more often; PERSISTENCE keeps them
+RHO1 = -0.25
+RHO3 = -0.45
 RHO1_MAX = 0.4  # above: the moves themselves drift smoothly (a ramp), a walk's do not
 RHO3_MAX = 0.4  # ... and their lag 1-3 sum: a ramp of a few commits in white noise
 # over 100 commits (the moving family's generator, 400 series a kind): a walk's persistence
