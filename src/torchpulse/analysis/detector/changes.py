@@ -71,7 +71,7 @@ WANDER_MIN = 0.1
 # in the median (2 of 166 null walks of the moving family under 0.5, 11 under 2), a drift's
 # in white noise over part of 40-100 commits by under 1.4, one by 1.6, of those that pass
 # walk.wanders (tests/analysis/test_walk.py). At 2, a walk cut into lines and levels often
-# kept only 1.5-2 (37 of 300 null walks; at 1.7: 21, 2026-11-29)
+# kept only 1.5-2 (34 of 300 null walks; at 1.7: 20, experiments/walk_routing.py)
 WALK_RHO_SIGMAS = 1.7
 WALK_RHO_SIGMAS_LEVELS = 0.5
 
