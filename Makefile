@@ -25,24 +25,24 @@ venv: $(STAMP) $(ASSETS)
 # offline CPU build (the package itself only asks for a lower bound). pip byte-compiles what
 # it installs one file at a time (50 s for torch here); compileall afterwards uses every core
 # (24 s). Like pip, it passes over a file it cannot compile (torch ships one in Python 3.12
-# syntax), hence its `|| true`: the install itself fails make as before.
-PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile -c constraints.txt
-COMPILE := $(BIN)/python -m compileall -qq -j 0 $(VENV)/lib || true
-$(STAMP): pyproject.toml constraints.txt
+# syntax), hence its `|| true`: the install itself fails make as before. $(1): the extras.
+COMMA := ,
+define install
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(PIP_INSTALL) -e ".[dev]"
-	@$(COMPILE)
+	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e ".[$(1)]"
+	@$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib || true
+endef
+
+$(STAMP): pyproject.toml constraints.txt
+	$(call install,dev)
 	@touch $@
 
 # The same with Ray for `torchpulse fleet` (the [fleet] extra): the tests need it, the
 # dashboard does not. One install for both stamps: make test builds this one first, so a
 # fresh clone installs once.
 $(FLEET): pyproject.toml constraints.txt
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(PIP_INSTALL) -e ".[dev,fleet]"
-	@$(COMPILE)
+	$(call install,dev$(COMMA)fleet)
 	@touch $(STAMP) $@
 
 $(ASSETS): package.json package-lock.json

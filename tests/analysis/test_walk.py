@@ -279,9 +279,9 @@ def test_a_drift_that_passes_for_a_walk_keeps_its_verdict(monkeypatch):
     """Drifts over part of 40-100 commits, and steps in a drift over the whole history, in
     0.3 % noise: some pass walk.wanders (their levels persist and their moves scatter), but
     where the pieces hold a drift the residuals around the segments must be correlated
-    beyond 1.7 standard errors to read as a walk, and theirs are white. Their verdicts are the
-    segmentation's, the drift kept (a walk's drift is kept only where steeper than its
-    moves, and a drift's own moves are what a walk would be measured by)."""
+    beyond 1.7 standard errors to read as a walk, and theirs are not (under 1.4, one 1.62).
+    Their verdicts are the segmentation's, the drift kept (a walk's drift is kept only where
+    steeper than its moves, and a drift's own moves are what a walk would be measured by)."""
     from torchpulse.analysis.detector import changes
 
     series = []  # only these can be read as walks
