@@ -2,6 +2,15 @@ import os
 
 import pytest
 
+# A CI machine may set PYTHONDONTWRITEBYTECODE=1 (this project's does). The asv environments
+# the end-to-end tests build then never hold byte-code, and every pip, asv and benchmark
+# process in them compiles its modules from source again: 0.9 s of each of the many pip
+# calls asv makes (its own modules, 335 of them). The suite's processes may write the
+# byte-code of what they import, once, as on a machine without the variable (set here,
+# before xdist starts its workers, so that they and every process they start inherit it).
+# The counted process sets its own environment (instructions/normalised.py).
+os.environ["PYTHONDONTWRITEBYTECODE"] = ""
+
 # the files handed out first, in this order, to whichever worker is free (make test:
 # --dist loadfile --no-loadscope-reorder): the end-to-end ones, the init test (which needs
 # a quiet core for its machine canary) ahead

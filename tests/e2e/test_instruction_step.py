@@ -104,7 +104,9 @@ def _changed_package(root):
     import torchpulse
 
     copy = root / "changed"
-    shutil.copytree(os.path.dirname(torchpulse.__file__), copy / "torchpulse")
+    # without the byte-code the suite's processes write beside the sources meanwhile
+    shutil.copytree(os.path.dirname(torchpulse.__file__), copy / "torchpulse",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     lstm = copy / "torchpulse" / "models" / "lstm.py"
     source = lstm.read_text()
     assert source.count(ORIGINAL) == 1, "models/lstm.py changed: update the planted change"
