@@ -207,7 +207,7 @@ def _run(project: Project, options: Options, asv: Asv, say: Callable[[str], None
     commits = commits_to_measure(project, options)
     config = ["--config", str(project.config)]
     named = ["--machine", options.machine] if options.machine else []
-    env = asv_environment(project.root)
+    env = asv_environment()
     if options.preset:
         env["TORCHPULSE_PRESET"] = options.preset
     ledger_path = Path(options.ledger) if options.ledger else project.root / ledger.DEFAULT

@@ -168,33 +168,3 @@ def test_the_benchmarks_see_what_record_sees(monkeypatch):
     run = commands[1]
     assert run[run.index("--environment") + 1] == "existing:/py"
     assert run[run.index("--set-commit-hash") + 1] == "a" * 40
-
-
-def test_asvs_processes_keep_their_byte_code_under_the_project_when_told_not_to_write_it(
-        monkeypatch, tmp_path):
-    """A caller with PYTHONDONTWRITEBYTECODE: asv's processes write their byte-code once,
-    under the project's .asv/pycache, and nothing beside the sources they import."""
-    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
-    root, code = tmp_path / "project", tmp_path / "code"
-    root.mkdir()
-    code.mkdir()
-    (code / "imported_here.py").write_text("VALUE = 1\n")
-    monkeypatch.chdir(tmp_path)  # a project loaded as "." is relative; asv's processes
-    env = record.asv_environment(Path("project"))  # run elsewhere (pip in each environment)
-    assert "PYTHONDONTWRITEBYTECODE" not in env
-    subprocess.run([sys.executable, "-c", "import imported_here"], cwd=code, env=env,
-                   check=True)
-    # (the interpreter's own modules too: under a prefix, it reads no other byte-code)
-    written = {p.relative_to(root / ".asv" / "pycache")
-               for p in (root / ".asv" / "pycache").rglob("*.pyc")}
-    assert Path(*code.parts[1:], f"imported_here.{sys.implementation.cache_tag}.pyc") in written
-    assert not (code / "__pycache__").exists()
-    # without a project, and where the caller chose a prefix, the caller's choice stands
-    assert record.asv_environment()["PYTHONDONTWRITEBYTECODE"] == "1"
-    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "mine"))
-    assert record.asv_environment(root)["PYTHONPYCACHEPREFIX"] == str(tmp_path / "mine")
-    # and a caller that writes byte-code anyway is left as it is
-    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE")
-    monkeypatch.delenv("PYTHONPYCACHEPREFIX")
-    assert "PYTHONPYCACHEPREFIX" not in record.asv_environment(root)

@@ -137,7 +137,7 @@ class AsvRuns:
         command = scratch_asv.command(self.python, args[0], "--config", str(self.config),
                                       *named, *args[1:])
         proc = subprocess.run(command, cwd=self.project.root,
-                              env=scratch_asv.environment(self.machine_file, self.project.root),
+                              env=scratch_asv.environment(self.machine_file),
                               capture_output=True, text=True, check=False)
         log = self.workdir / "asv.log"
         with log.open("a") as out:

@@ -94,7 +94,7 @@ class Node:
     def _environment(self) -> dict[str, str]:
         """asv's environment on this node: its own machine file, in the scratch folder
         (results.scratch_asv)."""
-        return scratch_asv.environment(self.scratch / "asv-machine.json", self.project.root)
+        return scratch_asv.environment(self.scratch / "asv-machine.json")
 
     def _asv(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = scratch_asv.command(self.python, args[0], "--config", str(self.config),

@@ -139,34 +139,18 @@ def asv_commands(project: Project, sha: str, bench: str, machine: str | None,
     return [[*asv, "machine", "--yes", *config, *named], run]
 
 
-# where asv's processes keep their byte-code when the caller's environment forbids writing
-# it beside the sources (under the project's root)
-PYCACHE = Path(".asv") / "pycache"
-
-
-def asv_environment(root: Path | None = None) -> dict[str, str]:
+def asv_environment() -> dict[str, str]:
     """This process's environment for asv, with PYTHONPATH kept for the benchmarks (asv drops
-    it unless it comes as ASV_PYTHONPATH): they must see what this process sees.
-
-    With PYTHONDONTWRITEBYTECODE set (CI images often set it), the environments asv builds
-    never hold byte-code, and each of the many pip calls asv makes compiled pip's 335 modules
-    again (0.9 s of a 2.2 s install), each benchmark process its imports. Given the project's
-    ``root``, asv's processes write their byte-code once, under ``root``/.asv/pycache
-    (PYTHONPYCACHEPREFIX, unless one is set): nothing is written beside the user's sources."""
+    it unless it comes as ASV_PYTHONPATH): they must see what this process sees."""
     env = dict(os.environ)
     if env.get("PYTHONPATH") and "ASV_PYTHONPATH" not in env:
         env["ASV_PYTHONPATH"] = env["PYTHONPATH"]
-    if root is not None and env.get("PYTHONDONTWRITEBYTECODE"):
-        del env["PYTHONDONTWRITEBYTECODE"]
-        # absolute: asv runs pip from inside each environment's folder
-        env["PYTHONPYCACHEPREFIX"] = (env.get("PYTHONPYCACHEPREFIX")
-                                      or os.path.abspath(root / PYCACHE))
     return env
 
 
 def run(commands: list[list[str]], cwd: Path) -> int:
     """Run ``commands`` in turn (output streamed); the first non-zero exit status, else 0."""
-    env = asv_environment(cwd)
+    env = asv_environment()
     for command in commands:
         quiet = command[3] == "machine"  # its description of the machine is noise here
         proc = subprocess.run(command, cwd=cwd, env=env, check=False,

@@ -35,7 +35,7 @@ def command(python: str, *args: str) -> list[str]:
     return [python, "-c", LAUNCH, *args]
 
 
-def environment(machine_file: Path, root: Path) -> dict[str, str]:
-    """asv's environment (results.record.asv_environment) for the project at ``root``, with
-    ``machine_file`` as its machine file."""
-    return {**asv_environment(root), MACHINE_FILE_ENV: str(machine_file)}
+def environment(machine_file: Path) -> dict[str, str]:
+    """asv's environment (results.record.asv_environment) with ``machine_file`` as its
+    machine file."""
+    return {**asv_environment(), MACHINE_FILE_ENV: str(machine_file)}
