@@ -89,8 +89,8 @@ def package_repo(root: Path, name: str, sources: list[str]) -> list[str]:
 def torch_env_fast() -> dict[str, str]:
     """Environment variables for a test's asv run that builds a virtualenv with torch: pip
     leaves out the byte-code of the whole wheel (20 of the 30 s an environment's
-    requirements take to install here), and the environment's processes may write the
-    byte-code of what they import, once, as a machine without PYTHONDONTWRITEBYTECODE does
-    (with it set and none installed, every process would compile torch's modules again)."""
+    requirements take to install here). The environment's processes write the byte-code of
+    what they import, once: the suite clears PYTHONDONTWRITEBYTECODE (tests/conftest.py;
+    with it set and none installed, every process would compile torch's modules again)."""
     # pip reads a store_false option's variable as the option's own value: "0" is --no-compile
-    return {"PIP_NO_COMPILE": "0", "PYTHONDONTWRITEBYTECODE": ""}
+    return {"PIP_NO_COMPILE": "0"}

@@ -99,14 +99,19 @@ print(json.dumps([times[0][:int(sys.argv[2])], times[1][:int(sys.argv[3])]]))
 """
 
 
-def _changed_package(root):
-    """A copy of the installed torchpulse with the planted change, importable first."""
+def _copy_package(dest):
+    """The installed torchpulse's sources into ``dest``/torchpulse, without the byte-code the
+    suite's processes write beside them meanwhile."""
     import torchpulse
 
-    copy = root / "changed"
-    # without the byte-code the suite's processes write beside the sources meanwhile
-    shutil.copytree(os.path.dirname(torchpulse.__file__), copy / "torchpulse",
+    shutil.copytree(os.path.dirname(torchpulse.__file__), dest / "torchpulse",
                     ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def _changed_package(root):
+    """A copy of the installed torchpulse with the planted change, importable first."""
+    copy = root / "changed"
+    _copy_package(copy)
     lstm = copy / "torchpulse" / "models" / "lstm.py"
     source = lstm.read_text()
     assert source.count(ORIGINAL) == 1, "models/lstm.py changed: update the planted change"
@@ -165,11 +170,8 @@ def _count(workloads, pythonpath=None, *, cwd=None, env=None, reuse_in=None):
 
 def _clone(root):
     """The installed torchpulse copied to a much longer path: (its PYTHONPATH entry)."""
-    import torchpulse
-
     clone = root / "a-clone-at-a-much-longer-path-than-the-first" / "src"
-    shutil.copytree(os.path.dirname(torchpulse.__file__), clone / "torchpulse",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    _copy_package(clone)
     return clone
 
 
