@@ -11,6 +11,7 @@ Runs experiments/families_in_process.py with the detector so patched, in process
     .venv/bin/python experiments/ar_veto.py SEED [BAR] [AFTER] [trend|levels]
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -80,4 +81,4 @@ if __name__ == "__main__":
     LEVELS_ONLY = len(sys.argv) > 4 and sys.argv[4] == "levels"
     if len(sys.argv) > 2:
         patch(float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 10)
-    families_in_process.main(seed, 20)
+    families_in_process.main(seed, int(os.environ.get("PER_CELL", "20")))
