@@ -8,7 +8,10 @@ there a wander and a step look alike (ar_bounds.py).
 
 Runs experiments/families_in_process.py with the detector so patched, in process:
 
-    .venv/bin/python experiments/ar_veto.py SEED [BAR] [AFTER] [trend|levels]
+    [PER_CELL=20] .venv/bin/python experiments/ar_veto.py SEED [BAR] [AFTER] [trend|levels]
+
+Without BAR, today's detector. ``levels``: no veto in a series whose pieces hold a drift;
+``trend``: a line instead of a level under the step. PER_CELL: families_in_process's.
 """
 
 import os
@@ -23,8 +26,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 import families_in_process  # noqa: E402
 
 PHIS = np.linspace(0.0, 0.95, 20)
-
-
 LEVELS_ONLY = False  # no veto in a series whose pieces hold a drift (a curve's staircase)
 TREND = False  # a line instead of a level under the step (a curve's window is one)
 
