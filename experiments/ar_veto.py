@@ -9,9 +9,13 @@ there a wander and a step look alike (ar_bounds.py).
 Runs experiments/families_in_process.py with the detector so patched, in process:
 
     [PER_CELL=20] .venv/bin/python experiments/ar_veto.py SEED [BAR] [AFTER] [trend|levels]
+    [PER_CELL=20] .venv/bin/python experiments/ar_veto.py SEED route PHI
 
 Without BAR, today's detector. ``levels``: no veto in a series whose pieces hold a drift;
-``trend``: a line instead of a level under the step. PER_CELL: families_in_process's.
+``trend``: a line instead of a level under the step. ``route``: no veto; instead a series
+whose pieces are all levels is also read as a walk (changes._wandering) where the phi
+fitted with its best step (ar_bounds.statistic) is at least PHI. PER_CELL:
+families_in_process's.
 """
 
 import os
@@ -23,6 +27,7 @@ import numpy as np
 from torchpulse.analysis.detector import changes
 
 sys.path.insert(0, str(Path(__file__).parent))
+import ar_bounds  # noqa: E402
 import families_in_process  # noqa: E402
 
 PHIS = np.linspace(0.0, 0.95, 20)
@@ -76,10 +81,25 @@ def patch(bar: float, after: int) -> None:
     changes._change_points = vetoed
 
 
+def route(least_phi: float) -> None:
+    original = changes._wandering
+
+    def wandering(scaled, fit, parts):
+        if original(scaled, fit, parts):
+            return True
+        if scaled.exact or scaled.linear or len(fit.raw) < 20 or any(q.line for q in parts):
+            return False
+        return bool(ar_bounds.statistic(np.asarray(fit.raw)[None, :])[2][0] >= least_phi)
+
+    changes._wandering = wandering
+
+
 if __name__ == "__main__":
     seed = int(sys.argv[1]) if len(sys.argv) > 1 else 17
     TREND = len(sys.argv) > 4 and sys.argv[4] == "trend"
     LEVELS_ONLY = len(sys.argv) > 4 and sys.argv[4] == "levels"
-    if len(sys.argv) > 2:
+    if len(sys.argv) > 2 and sys.argv[2] == "route":
+        route(float(sys.argv[3]))
+    elif len(sys.argv) > 2:
         patch(float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 10)
     families_in_process.main(seed, int(os.environ.get("PER_CELL", "20")))
