@@ -1,0 +1,80 @@
+# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+"""Segmentation under the AR(1) model, on its own (issue 51): is the likelihood of
+experiments/ar_bounds.py a better way to cut real series than the detector's segmentation?
+
+Binary segmentation: in a stretch of at least 2 x HELD points, the step at the place with the
+largest AR(1) likelihood ratio (ar_bounds.statistic: phi and the deviation profiled out, a
+level on either side) is a change point where the ratio passes BAR, and both sides are
+searched again. Series on the log scale where every value is positive, else linear; missing
+values left out, as the detector leaves them.
+
+Scored as experiments/annotated_series.py scores the detector (the TCPD F1, a margin of 5),
+on the same DIR, and on the moving family with one bar for all: its null series with any
+change point, its steps of 3 and 5 deviations with one within 3 commits:
+
+    .venv/bin/python experiments/ar_segmentation.py DIR [BAR]
+"""
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import annotated_series  # noqa: E402
+import ar_bounds  # noqa: E402
+
+from torchpulse.evaluation import moving  # noqa: E402
+
+HELD = ar_bounds.HELD
+
+
+def cuts(y: np.ndarray, bar: float) -> list[int]:
+    """The change points of ``y`` (indices of each new level's first point)."""
+    if len(y) < 2 * HELD:
+        return []
+    with np.errstate(divide="ignore", invalid="ignore"):  # a flat stretch: no noise at all
+        stat, place, _ = ar_bounds.statistic(y[None, :])
+    if not stat[0] > bar:
+        return []
+    k = int(place[0])
+    return cuts(y[:k], bar) + [k] + [k + c for c in cuts(y[k:], bar)]
+
+
+def findings(values: list[float], bar: float) -> list[int]:
+    kept = [(i, v) for i, v in enumerate(values) if not math.isnan(v)]
+    where = [i for i, _ in kept]
+    y = np.array([v for _, v in kept])
+    if len(y) and y.min() > 0:
+        y = np.log(y)
+    return sorted(where[c] for c in cuts(y, bar))
+
+
+def main(root: Path, bar: float) -> None:
+    started = time.time()
+    series = annotated_series.load(root)
+    annotations = json.loads((root / "annotations.json").read_text())
+    scores = [annotated_series.f1(annotations[name], findings(values, bar))
+              for name, values in series.items()]
+    mean = [sum(s[j] for s in scores) / len(scores) for j in range(3)]
+    print(f"bar {bar}: {len(scores)} annotated series: F1 {mean[0]:.3f}, precision "
+          f"{mean[1]:.3f}, recall {mean[2]:.3f} ({time.time() - started:.1f} s)")
+    rng = np.random.default_rng([17, 51, 5])
+    for kind in moving.KINDS:
+        y = ar_bounds.draws(kind, 0.0, 200, rng)[0]
+        listed = np.mean([bool(cuts(row, bar)) for row in y])
+        located = []
+        for k in moving.STEP_SIGMAS:
+            y, at = ar_bounds.draws(kind, k * moving.SIGMA, 100, rng)
+            located.append(np.mean([any(abs(c - a) <= ar_bounds.LOCATED for c in cuts(row, bar))
+                                    for row, a in zip(y, at, strict=True)]))
+        print(f"  {kind}: null {listed:.1%} of 200 with a change point; steps located "
+              + " / ".join(f"{k:g} dev {v:.0%}" for k, v in zip(moving.STEP_SIGMAS, located,
+                                                                strict=True)))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 18.0)
