@@ -13,6 +13,13 @@ on the same DIR, and on the moving family with one bar for all: its null series 
 change point, its steps of 3 and 5 deviations with one within 3 commits:
 
     .venv/bin/python experiments/ar_segmentation.py DIR [BAR]
+    .venv/bin/python experiments/ar_segmentation.py DIR BAR hybrid [SEED]
+
+``hybrid``: the detector with this search in place of its own segmentation
+(significance.segment, as changes.py calls it, on the levels it hands over), everything
+after it kept (spikes set aside, pieces and drifts, the t-test of each change point, the
+walk reading, curves, the exact rule); scored on the annotated series
+(annotated_series.main) and on the three families in process (families_in_process.main).
 """
 
 import json
@@ -76,5 +83,20 @@ def main(root: Path, bar: float) -> None:
                                                                 strict=True)))
 
 
+def hybrid(bar: float) -> None:
+    """Put this search in the detector's place of segmentation."""
+    from torchpulse.analysis.detector import changes
+
+    changes.segment = lambda tester, alpha: cuts(np.asarray(tester.x, dtype=float), bar)
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 18.0)
+    bar = float(sys.argv[2]) if len(sys.argv) > 2 else 18.0
+    if len(sys.argv) > 3 and sys.argv[3] == "hybrid":
+        import families_in_process
+
+        hybrid(bar)
+        annotated_series.main(Path(sys.argv[1]), False)
+        families_in_process.main(int(sys.argv[4]) if len(sys.argv) > 4 else 17, 20)
+    else:
+        main(Path(sys.argv[1]), bar)
