@@ -14,6 +14,11 @@ change point, its steps of 3 and 5 deviations with one within 3 commits:
 
     .venv/bin/python experiments/ar_segmentation.py DIR [BAR]
     .venv/bin/python experiments/ar_segmentation.py DIR BAR hybrid [SEED]
+    .venv/bin/python experiments/ar_segmentation.py DIR BAR detrended
+
+``detrended``: a smooth curve fitted first (the best of experiments/ar_curve_bounds.shapes
+and a cubic, where it beats a flat level by CURVE_CHARGE x log n per parameter), and the
+search run on what it leaves.
 
 ``hybrid``: the detector with this search in place of its own segmentation
 (significance.segment, as changes.py calls it, on the levels it hands over), everything
@@ -51,13 +56,57 @@ def cuts(y: np.ndarray, bar: float) -> list[int]:
     return cuts(y[:k], bar) + [k] + [k + c for c in cuts(y[k:], bar)]
 
 
+CURVE_CHARGE = 3.0
+STEEPEST = 0.05  # of the whole rise in one commit
+DETRENDED = False
+_CURVES: dict[int, np.ndarray] = {}
+
+
+def _curves(n: int) -> np.ndarray:
+    """[1, curve] designs made orthonormal, one per candidate curve (m x n x 2), and the
+    cubic's (as one more of m, its four columns' projection kept apart)."""
+    if n not in _CURVES:
+        import ar_curve_bounds
+
+        shapes = ar_curve_bounds.shapes(n)
+        # only rises spread over at least 1 / STEEPEST commits: a steeper one is a step
+        shapes = shapes[np.diff(shapes, axis=1).max(axis=1) <= STEEPEST]
+        design = np.stack([np.ones_like(shapes), shapes], axis=2)
+        _CURVES[n] = np.linalg.qr(design)[0]
+    return _CURVES[n]
+
+
+def detrend(y: np.ndarray) -> np.ndarray:
+    """``y`` less its best smooth curve, where a curve beats a flat level by its charge."""
+    n = len(y)
+    flat = y - y.mean()
+    if n < 12:
+        return flat
+    q = _curves(n)
+    a = np.einsum("mnp,n->mp", q, y)
+    rss = float(y @ y) - (a * a).sum(axis=1)
+    t = np.linspace(-1.0, 1.0, n)
+    cubic = np.linalg.lstsq(np.stack([t ** 0, t, t ** 2, t ** 3], axis=1), y, rcond=None)
+    cubic_rss = float(((y - np.stack([t ** 0, t, t ** 2, t ** 3], axis=1) @ cubic[0]) ** 2).sum())
+    charge = CURVE_CHARGE * np.log(n)
+    flat_bic = n * np.log(max(float(flat @ flat), 1e-300))
+    best = int(rss.argmin())
+    curve_bic = n * np.log(max(float(rss[best]), 1e-300)) + 3 * charge  # centre, width, rise
+    cubic_bic = n * np.log(max(cubic_rss, 1e-300)) + 3 * charge
+    if min(curve_bic, cubic_bic) >= flat_bic:
+        return flat
+    if cubic_bic < curve_bic:
+        return y - np.stack([t ** 0, t, t ** 2, t ** 3], axis=1) @ cubic[0]
+    return y - q[best] @ a[best]
+
+
 def findings(values: list[float], bar: float) -> list[int]:
     kept = [(i, v) for i, v in enumerate(values) if not math.isnan(v)]
     where = [i for i, _ in kept]
     y = np.array([v for _, v in kept])
     if len(y) and y.min() > 0:
         y = np.log(y)
-    return sorted(where[c] for c in cuts(y, bar))
+    return sorted(where[c] for c in cuts(detrend(y) if DETRENDED else y, bar))
 
 
 def main(root: Path, bar: float) -> None:
@@ -72,11 +121,13 @@ def main(root: Path, bar: float) -> None:
     rng = np.random.default_rng([17, 51, 5])
     for kind in moving.KINDS:
         y = ar_bounds.draws(kind, 0.0, 200, rng)[0]
-        listed = np.mean([bool(cuts(row, bar)) for row in y])
+        prepare = detrend if DETRENDED else (lambda row: row)
+        listed = np.mean([bool(cuts(prepare(row), bar)) for row in y])
         located = []
         for k in moving.STEP_SIGMAS:
             y, at = ar_bounds.draws(kind, k * moving.SIGMA, 100, rng)
-            located.append(np.mean([any(abs(c - a) <= ar_bounds.LOCATED for c in cuts(row, bar))
+            located.append(np.mean([any(abs(c - a) <= ar_bounds.LOCATED
+                                        for c in cuts(prepare(row), bar))
                                     for row, a in zip(y, at, strict=True)]))
         print(f"  {kind}: null {listed:.1%} of 200 with a change point; steps located "
               + " / ".join(f"{k:g} dev {v:.0%}" for k, v in zip(moving.STEP_SIGMAS, located,
@@ -99,4 +150,5 @@ if __name__ == "__main__":
         annotated_series.main(Path(sys.argv[1]), False)
         families_in_process.main(int(sys.argv[4]) if len(sys.argv) > 4 else 17, 20)
     else:
+        DETRENDED = len(sys.argv) > 3 and sys.argv[3] == "detrended"
         main(Path(sys.argv[1]), bar)
