@@ -111,18 +111,6 @@ class Model:
         return 2.0 * (best1 - best0), where
 
 
-def draws(kind: str, size: float, series: int, rng: np.random.Generator, held: int = 0):
-    if kind == "white" or kind.startswith("ar1"):
-        return ar_bounds.draws(kind, size, series, rng, held)
-    out, at = np.empty((series, N)), np.full(series, -1)
-    for i in range(series):
-        if size:
-            at[i] = int(rng.integers(N // 5, N - moving.AFTER + 1))
-        truth = moving.ShapeTruth("x", "0", kind, "step" if size else "none", size, int(at[i]))
-        out[i] = np.log(np.array(moving.draw(truth, N, rng)) / 0.01)
-    return out, at
-
-
 def chunked(model: Model, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     parts = [model.statistic(y[i:i + CHUNK]) for i in range(0, len(y), CHUNK)]
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
@@ -136,11 +124,11 @@ def main() -> None:
     model = Model(N)
     null, stepped = {}, {}
     for kind in KINDS:
-        null[kind] = chunked(model, draws(kind, 0.0, nulls, rng)[0])[0]
+        null[kind] = chunked(model, ar_bounds.draws(kind, 0.0, nulls, rng)[0])[0]
         cells = [(2.5, h) for h in ar_bounds.HELD_FOR] if kind == "white" else \
             [(k, 0) for k in moving.STEP_SIGMAS]
         for k, held in cells:
-            y, at = draws(kind, k * moving.SIGMA, steps, rng, held)
+            y, at = ar_bounds.draws(kind, k * moving.SIGMA, steps, rng, held)
             stat, place = chunked(model, y)
             stepped[kind, k, held] = (stat, np.abs(place - at) <= ar_bounds.LOCATED)
     own = {kind: float(np.quantile(null[kind], 1.0 - ar_bounds.NULL_RATE)) for kind in KINDS}

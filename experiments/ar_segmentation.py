@@ -86,8 +86,9 @@ def detrend(y: np.ndarray) -> np.ndarray:
     a = np.einsum("mnp,n->mp", q, y)
     rss = float(y @ y) - (a * a).sum(axis=1)
     t = np.linspace(-1.0, 1.0, n)
-    cubic = np.linalg.lstsq(np.stack([t ** 0, t, t ** 2, t ** 3], axis=1), y, rcond=None)
-    cubic_rss = float(((y - np.stack([t ** 0, t, t ** 2, t ** 3], axis=1) @ cubic[0]) ** 2).sum())
+    powers = np.stack([t ** 0, t, t ** 2, t ** 3], axis=1)
+    cubic = powers @ np.linalg.lstsq(powers, y, rcond=None)[0]
+    cubic_rss = float(((y - cubic) ** 2).sum())
     charge = CURVE_CHARGE * np.log(n)
     flat_bic = n * np.log(max(float(flat @ flat), 1e-300))
     best = int(rss.argmin())
@@ -96,7 +97,7 @@ def detrend(y: np.ndarray) -> np.ndarray:
     if min(curve_bic, cubic_bic) >= flat_bic:
         return flat
     if cubic_bic < curve_bic:
-        return y - np.stack([t ** 0, t, t ** 2, t ** 3], axis=1) @ cubic[0]
+        return y - cubic
     return y - q[best] @ a[best]
 
 

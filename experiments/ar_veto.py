@@ -30,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 import ar_bounds  # noqa: E402
 import families_in_process  # noqa: E402
 
-PHIS = np.linspace(0.0, 0.95, 20)
 LEVELS_ONLY = False  # no veto in a series whose pieces hold a drift (a curve's staircase)
 TREND = False  # a line instead of a level under the step (a curve's window is one)
 
@@ -43,14 +42,9 @@ def step_statistic(y: np.ndarray, place: int) -> float:
     base = np.stack([np.ones(m), np.linspace(-1.0, 1.0, m)], axis=1) if TREND else \
         np.ones((m, 1))
     best0 = best1 = -np.inf
-    for phi in PHIS:
-        def whiten(x, phi=phi):
-            out = np.empty_like(x)
-            out[0] = np.sqrt(1.0 - phi * phi) * x[0]
-            out[1:] = x[1:] - phi * x[:-1]
-            return out
-        z, w = whiten(y), whiten(step)
-        q = np.linalg.qr(np.stack([whiten(b) for b in base.T], axis=1))[0]
+    for phi in ar_bounds.PHIS:
+        z, w = ar_bounds._whiten(y, phi), ar_bounds._whiten(step, phi)
+        q = np.linalg.qr(ar_bounds._whiten(base.T, phi).T)[0]
         w -= q @ (q.T @ w)
         a = q.T @ z
         rss0 = z @ z - a @ a

@@ -25,11 +25,14 @@ then lists.
 """
 
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from torchpulse.evaluation import moving
-from torchpulse.evaluation.shapes import AFTER, ShapeTruth
+sys.path.insert(0, str(Path(__file__).parent))
+import ar_bounds  # noqa: E402
+
+from torchpulse.evaluation import moving  # noqa: E402
 
 NULL_RATE = 0.01  # issue 51's target: under 1 % of the null series with a change point
 TARGET = 0.90  # ... and steps of 3 deviations or more located within 3 commits in 90 %
@@ -122,19 +125,6 @@ def generic(n: int) -> Fitters:
     return Fitters(Fitter(cubic), Fitter(ramps), Fitter(logistic))
 
 
-def draws(kind: str, change: str, size: float, series: int, rng: np.random.Generator
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """``series`` series of the kind on the log scale, as the family draws them, and their
-    steps' places (-1 without a step)."""
-    out, at = np.empty((series, COMMITS)), np.full(series, -1)
-    for i in range(series):
-        if change == "step":
-            at[i] = int(rng.integers(COMMITS // 5, COMMITS - AFTER + 1))
-        truth = ShapeTruth("x", "0", kind, change, size, int(at[i]))
-        out[i] = np.log(np.array(moving.draw(truth, COMMITS, rng)) / 0.01)
-    return out, at
-
-
 def statistics(fitter: Fitter, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(known-deviation statistic, F ratio, the step's place) for each series."""
     parts = [fitter.fit(y[i:i + CHUNK]) for i in range(0, len(y), CHUNK)]
@@ -152,8 +142,8 @@ def _located(null: np.ndarray, stat: np.ndarray, near: np.ndarray, c: float
 
 def report(kind: str, nulls: int, steps: int, seed: int, fitters: dict) -> None:
     rng = np.random.default_rng([seed, 51, 3])
-    null_y = draws(kind, "none", 0.0, nulls, rng)[0]
-    step_y, at = zip(*(draws(kind, "step", k * moving.SIGMA, steps, rng)
+    null_y = ar_bounds.draws(kind, 0.0, nulls, rng)[0]
+    step_y, at = zip(*(ar_bounds.draws(kind, k * moving.SIGMA, steps, rng)
                        for k in moving.STEP_SIGMAS), strict=True)
     step_y, at = np.concatenate(step_y), np.concatenate(at)
     size = np.repeat(moving.STEP_SIGMAS, steps)
