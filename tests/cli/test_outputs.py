@@ -149,6 +149,22 @@ def test_empty_and_malformed_names(project, capsys, monkeypatch, argv):
     assert snapshot(root) == before
 
 
+@pytest.mark.parametrize("argv", [["compare", "HEAD~1", "HEAD"], ["record", "--commit", "HEAD"]])
+def test_a_bench_that_is_no_regular_expression_is_refused_before_asv_runs(
+        project, capsys, monkeypatch, tmp_path, argv):
+    """compare once prepared asv and built both commits before asv refused the pattern."""
+    root, _ = project
+    monkeypatch.chdir(root)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    before = snapshot(root)
+    line = one_line_exit_2([*argv, "--bench", "bench_(x"], capsys, "--bench",
+                           "not a regular expression: 'bench_(x'")
+    assert "preparing" not in line
+    assert snapshot(root) == before and list(scratch.iterdir()) == []
+
+
 @pytest.mark.parametrize("command", ["compare", "bisect"])
 def test_scratch_is_removed_on_error_unless_kept(project, capsys, monkeypatch, tmp_path,
                                                 command):

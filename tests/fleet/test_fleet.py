@@ -90,7 +90,7 @@ def test_plan_covers_the_range_and_remembers_what_is_stored(tmp_path):
     ("nosuch..main", None, "range 'nosuch..main'"),
     ("main..main", None, "holds no commits"),
     ("--all", None, "not a revision range"),
-    ("main", "(", "--bench '('"),
+    ("main", "(", "--bench '(': not a regular expression"),
 ])
 def test_bad_plans_are_one_line_errors(tmp_path, spec, bench, message):
     project, _ = _fixture(tmp_path / "repo", commits=3)

@@ -105,6 +105,16 @@ def distribution_name(text: str) -> str:
     return text
 
 
+def regular_expression(text: str) -> str:
+    """A --bench pattern as asv reads it, checked before anything is built or measured."""
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(
+            f"not a regular expression: {text!r} ({exc})") from None
+    return text
+
+
 def machine_name(text: str) -> str:
     """An asv machine name: it names a folder of the results tree."""
     from torchpulse.results.store import StoreError, check_name

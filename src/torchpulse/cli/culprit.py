@@ -23,6 +23,7 @@ from torchpulse.cli.args import (
     note,
     positive_int,
     project,
+    regular_expression,
     write_output,
 )
 from torchpulse.results.external import MEASURED
@@ -164,7 +165,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("base", metavar="BASE", help="the reference commit (any git revision)")
     p.add_argument("head", metavar="HEAD", help="the commit under test")
-    p.add_argument("--bench", default=MEASURED, metavar="RE",
+    p.add_argument("--bench", default=MEASURED, metavar="RE", type=regular_expression,
                    help="asv --bench regular expression (default: every suite but the stubs "
                    "of imported results)")
     _common(p)

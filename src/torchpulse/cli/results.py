@@ -17,6 +17,7 @@ from torchpulse.cli.args import (
     machine_name,
     note,
     project,
+    regular_expression,
     write_output,
 )
 from torchpulse.results.external import DEFAULT_SOURCE, measured_on
@@ -209,7 +210,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="the installed package whose commit files the results (default: torch)")
     p.add_argument("--commit", metavar="REV", help="the commit instead of the one the "
                    "package says it was built from")
-    p.add_argument("--bench", metavar="RE",
+    p.add_argument("--bench", metavar="RE", type=regular_expression,
                    help="asv --bench regular expression (default: every suite that measures "
                    "on this device, as dashboard's)")
     p.add_argument("--quick", action="store_true",

@@ -98,7 +98,7 @@ def plan(project: Project, spec: str, bench: str | None = None) -> list[Shard]:
         try:
             re.compile(bench)
         except re.error as exc:
-            raise PlanError(f"--bench {bench!r}: {exc}") from None
+            raise PlanError(f"--bench {bench!r}: not a regular expression ({exc})") from None
     shas = tuple(commits(project, spec))
     benchmark_dir = project.root / str(project.settings.get("benchmark_dir") or "benchmarks")
     if not benchmark_dir.is_dir():
