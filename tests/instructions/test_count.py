@@ -30,6 +30,30 @@ def test_the_median_window_per_call_and_its_top_functions_are_kept():
     assert got.spread == pytest.approx((5000 - 990) / 1010)
 
 
+def test_a_childs_own_dump_is_named_by_a_string_of_one_length_whatever_its_pid(tmp_path,
+                                                                               monkeypatch):
+    """The child names its sizing dump between its warm-up and its windows; a pid of
+    another number of digits once moved 24 of the 72 counts (by up to 0.05 %)."""
+    dumps = tmp_path / "out" / "dumps"
+    dumps.mkdir(parents=True)
+    lengths = set()
+    for pid in (7, 301, 4095, 12001, 32767, 4194304):
+        monkeypatch.setattr(worker.os, "getpid", lambda pid=pid: pid)
+        named = worker.own_dump(dumps, 2)
+        lengths.add(len(named))
+        real = dumps / f"callgrind.out.{pid}.2"
+        real.write_text("events: Ir\nfn=(1) f\n0 12\ntotals: 12\n")
+        assert os.path.samefile(named, real) and callgrind.read_total(named) == 12
+    assert len(lengths) == 1
+
+
+def test_a_childs_own_files_are_named_alike_however_many_workloads_are_counted():
+    """A child reads its spec before it counts: the 3rd of 3 and the 50th of 72 read paths
+    of one length (their index's digits once moved a count by 6 instructions)."""
+    assert len({len(worker.file_name(index)) for index in (0, 2, 9, 10, 49, 77, 999)}) == 1
+    assert worker.file_name(2) != worker.file_name(20)
+
+
 @pytest.mark.parametrize(("one_call", "calls"), [
     (5_000_000, 1), (50_000_000, 1), (2_500_000, 2), (2_400_000, 4), (600_000, 16),
     (1, worker.MAX_CALLS), (0, 1)])
@@ -232,6 +256,52 @@ def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
     # counts take one of two values from run to run)
     assert set(worker.PREWARM) <= set(every)
     assert not any("jit" in name for name in worker.PREWARM)
+
+
+def test_each_childs_files_are_read_when_it_finishes_not_after_the_last(monkeypatch):
+    """The dumps of a child are read as the counted process says it is done, while the
+    others still count (a count of the 72 spent 8.6 s reading them after the last child);
+    the figures come back in the selection's order, a failed child's error with them."""
+    names = ["rnns/cudnn/forward", "rnns/py/forward", "rnns/aten/forward"]
+    lines = []
+
+    def dump(total: int) -> str:
+        return f"events: Ir\nfn=(1) work\n0 {total}\ntotals: {total}\n"
+
+    def fake_run(cmd, env, cwd, timeout, log, keep=()):
+        out = cwd / "out"
+        for index in (2, 0, 1):  # in the order they finish, not the selection's
+            if index == 1:
+                (out / worker.file_name(1)).write_text(json.dumps({"name": names[1],
+                                                                   "error": "boom"}))
+                log("failed 1 (exit 1)")
+                continue
+            pid = 100 + index
+            (out / worker.file_name(index)).write_text(json.dumps(
+                {"name": names[index], "pid": pid, "first": 1, "calls": 2, "windows": 3,
+                 "seconds": {"build": 0.5}, "inputs": {"files": [f"/f{index}"]}}))
+            for n, total in enumerate((200 * (index + 1), 202 * (index + 1),
+                                       204 * (index + 1)), start=1):
+                (out / "dumps" / f"callgrind.out.{pid}.{n}").write_text(dump(total))
+            log(f"counted {index}")
+            # gone once said: read by then, or the figure would be lost
+            (out / worker.file_name(index)).unlink()
+            for path in (out / "dumps").glob(f"callgrind.out.{pid}.*"):
+                path.unlink()
+        return 0, ""
+
+    monkeypatch.setattr(count, "_run", fake_run)
+    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/valgrind")
+    monkeypatch.setattr(count.client, "helper", lambda: None)
+    monkeypatch.setattr(count, "_check_preload", lambda *args: None)
+    counted, failed = count.count(names, sizes.INSTRUCTIONS, log=lines.append)
+    assert list(counted) == [names[0], names[2]]
+    assert counted[names[0]].counts == [100, 101, 102] and counted[names[0]].instructions == 101
+    assert counted[names[2]].counts == [300, 303, 306]
+    assert counted[names[2]].seconds == {"build": 0.5}
+    assert failed == {names[1]: "boom"}
+    assert lines == [f"counted {names[2]}", f"counted {names[0]}",
+                     f"failed {names[1]} (exit 1)"]
 
 
 def test_a_warm_up_that_fails_is_said_and_the_count_goes_on(tmp_path, capsys):

@@ -158,7 +158,7 @@ def test_the_stage_takes_its_copies_and_links_back_to_what_they_stand_for(tmp_pa
         first_root = normalised.import_roots()[0]
         assert stage.origin(f"{root}/p/01/torch/__init__.py") == first_root / "torch/__init__.py"
         assert stage.origin("/usr/lib/libc.so.6") == Path("/usr/lib/libc.so.6")
-        for own in (root, f"{root}/in/0.json", f"{root}/p/00"):
+        for own in (root, f"{root}/in/000000.json", f"{root}/p/00"):
             assert stage.origin(own) is None
         # a path beside the stage that only starts like it is not inside it
         assert stage.origin(f"{root}0/x") == Path(f"{root}0/x")
@@ -195,8 +195,8 @@ def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypat
     def fake_run(cmd, env, cwd, timeout, log, keep=()):
         started.append(sorted(p.name for p in (cwd / "in").iterdir()))
         for index in range(len(started[-1])):
-            name = json.loads((cwd / "in" / f"{index}.json").read_text())["name"]
-            (cwd / "out" / f"{index}.json").write_text(json.dumps({"name": name,
+            name = json.loads((cwd / "in" / worker.file_name(index)).read_text())["name"]
+            (cwd / "out" / worker.file_name(index)).write_text(json.dumps({"name": name,
                                                                    "error": "faked"}))
         return 0, ""
 
@@ -215,7 +215,7 @@ def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypat
     logged = []
     counted, failed = count.count(["rnns/cudnn/forward", "rnns/py/forward"], sizes.INSTRUCTIONS,
                                   reuse_in=runs, log=logged.append)
-    assert started == [["0.json"]] and failed == {"rnns/cudnn/forward": "faked"}
+    assert started == [["000000.json"]] and failed == {"rnns/cudnn/forward": "faked"}
     assert counted["rnns/py/forward"].instructions == 3_585_178
     assert counted["rnns/py/forward"].reused
     assert logged[0].startswith("reused 1 of 2 counts")
@@ -224,7 +224,7 @@ def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypat
     assert len(started) == 1 and failed == {} and counted["rnns/py/forward"].reused
     # without a folder nothing is reused
     count.count(["rnns/py/forward"], sizes.INSTRUCTIONS)
-    assert started[-1] == ["0.json"] and len(started) == 2
+    assert started[-1] == ["000000.json"] and len(started) == 2
 
 
 def test_reuse_is_on_unless_the_user_says_no(monkeypatch):

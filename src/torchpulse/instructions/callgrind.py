@@ -11,6 +11,7 @@ costs summed along recursive cycles count the same instructions more than once.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,11 +68,12 @@ def _total(line: str) -> int:
     return int(line.split(":", 1)[1].split()[0])
 
 
-def read_total(path: Path) -> int:
+def read_total(path: str | Path) -> int:
     """A dump's total alone, from its last lines (where callgrind writes it): what the
-    counted process reads of its own dump to size a window, without parsing the rest."""
+    counted process reads of its own dump to size a window, without parsing the rest (a
+    string path: a Path would hold its file name, whose length varies, as a part)."""
     with open(path, "rb") as f:
-        f.seek(max(0, path.stat().st_size - 4096))
+        f.seek(max(0, os.fstat(f.fileno()).st_size - 4096))
         tail = f.read().decode(errors="replace")
     for line in reversed(tail.splitlines()):
         if line.startswith(_TOTAL_LINES):

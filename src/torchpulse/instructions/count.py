@@ -182,33 +182,52 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _collect(workloads: Sequence[str], out: Path,
-             inputs: dict[str, set[str]] | None = None
-             ) -> tuple[dict[str, Counted], dict[str, str]]:
-    """Each workload's figure from its child's files; ``inputs`` gathers what the children
-    that counted were made of (worker.inputs)."""
-    counted: dict[str, Counted] = {}
-    failed: dict[str, str] = {}
-    for index, name in enumerate(workloads):
-        path = out / f"{index}.json"
+class _Collected:
+    """Each workload's figure from its child's files, read as the child finishes (the
+    counted process says so), so that the reading overlaps the children still counting
+    instead of following the last one; ``inputs`` gathers what the children that counted
+    were made of (worker.inputs)."""
+
+    def __init__(self, names: Sequence[str], out: Path,
+                 inputs: dict[str, set[str]] | None) -> None:
+        self.names, self.out, self.inputs = names, out, inputs
+        self.counted: dict[str, Counted] = {}
+        self.failed: dict[str, str] = {}
+        self.read: set[int] = set()
+
+    def child(self, index: int) -> None:
+        """Read the files of child ``index``, once; it has exited."""
+        if index in self.read:
+            return
+        self.read.add(index)
+        name = self.names[index]
+        path = self.out / worker.file_name(index)
         if not path.exists():
-            failed[name] = "its counting process died before it wrote its result"
-            continue
+            self.failed[name] = "its counting process died before it wrote its result"
+            return
         result = json.loads(path.read_text())
         if "error" in result:
-            failed[name] = result["error"]
-            continue
+            self.failed[name] = result["error"]
+            return
         numbers = range(result["first"], result["first"] + result["windows"])
-        dumps = [callgrind.read(out / "dumps" / f"callgrind.out.{result['pid']}.{n}")
+        dumps = [callgrind.read(self.out / "dumps" / f"callgrind.out.{result['pid']}.{n}")
                  for n in numbers]
-        counted[name] = summarise(name, dumps, result["calls"],
-                                  seconds=result.get("seconds"))
-        if inputs is not None:
-            _gather(inputs, result.get("inputs"), name)
-    if inputs is not None and counted:  # what the children inherited, from the parent
-        parent = out / "parent.json"
-        _gather(inputs, json.loads(parent.read_text()) if parent.exists() else None, "parent")
-    return counted, failed
+        self.counted[name] = summarise(name, dumps, result["calls"],
+                                       seconds=result.get("seconds"))
+        if self.inputs is not None:
+            _gather(self.inputs, result.get("inputs"), name)
+
+    def finish(self) -> tuple[dict[str, Counted], dict[str, str]]:
+        """After the counted process: the children not read yet, then what they inherited
+        from the parent; the figures in the selection's order."""
+        for index in range(len(self.names)):
+            self.child(index)
+        if self.inputs is not None and self.counted:
+            parent = self.out / "parent.json"
+            _gather(self.inputs, json.loads(parent.read_text()) if parent.exists() else None,
+                    "parent")
+        counted = {n: self.counted[n] for n in self.names if n in self.counted}
+        return counted, {n: self.failed[n] for n in self.names if n in self.failed}
 
 
 def _gather(inputs: dict[str, set[str]], made_of: dict | None, whose: str) -> None:
@@ -302,16 +321,19 @@ def _count_staged(stage: normalised.Stage, names: list[str], specs: dict[str, di
     # the parent's warm-up: the same file whatever the selection (worker.prewarm)
     (stage.root / "prewarm.json").write_text(json.dumps({"tables": tables}))
     for index, name in enumerate(names):  # one file each: nothing shared grows with more
-        (inputs_dir / f"{index}.json").write_text(json.dumps(specs[name]))
+        (inputs_dir / worker.file_name(index)).write_text(json.dumps(specs[name]))
     cmd = command(stage, len(names), processes or jobs(),
                   instr_at_start=stage.helper is None)
+
+    collected = _Collected(names, out, inputs)
 
     def progress(line: str) -> None:  # the worker says indexes: the names are here
         verb, _, rest = line.partition(" ")
         index, _, tail = rest.partition(" ")
+        known = verb in ("counted", "failed") and index.isdigit() and int(index) < len(names)
+        if known:
+            collected.child(int(index))
         if log is not None:
-            known = verb in ("counted", "failed") and index.isdigit() \
-                and int(index) < len(names)
             log(f"{verb} {names[int(index)]}{' ' + tail if tail else ''}" if known
                 else line)
 
@@ -320,4 +342,4 @@ def _count_staged(stage: normalised.Stage, names: list[str], specs: dict[str, di
                             (stage.lock,))
     if returncode != 0:
         raise CountingError(f"the counted process failed (exit {returncode}): {tail}")
-    return _collect(names, out, inputs)
+    return collected.finish()
