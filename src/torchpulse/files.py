@@ -66,6 +66,20 @@ def read_regular(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
+def read_input(path: Path, limit: int) -> bytes:
+    """The bytes of a file given on the command line, a link followed: a regular file or a
+    pipe (``<(command)``) of at most ``limit`` bytes; OSError for a directory, a device
+    (/dev/zero would be read until the memory runs out) and anything longer."""
+    with open(path, "rb") as f:  # a directory: IsADirectoryError
+        if not stat.S_ISREG(mode := os.fstat(f.fileno()).st_mode) and \
+                not stat.S_ISFIFO(mode):
+            raise OSError("a device or a socket, not a file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"more than {limit} bytes")
+    return data
+
+
 def snapshot(paths: Iterable[Path]) -> dict[Path, bytes | None]:
     """Each path's bytes, or None where it is absent: what ``restore`` puts back."""
     return {p: p.read_bytes() if p.is_file() else None for p in paths}

@@ -2,6 +2,7 @@
 
 import json
 import multiprocessing
+import os
 import shutil
 from pathlib import Path
 
@@ -140,6 +141,65 @@ def test_malformed_files_exit_2_and_leave_results_unchanged(project, tmp_path, c
     assert err.startswith("torchpulse import: error: ") and err.count("\n") == 1
     assert str(bad) in err
     assert project.tree_bytes() == before
+
+
+@pytest.mark.parametrize("given", ["/dev/null", "too-long"])
+def test_a_device_or_a_file_past_the_bound_is_refused_in_one_line(project, tmp_path, capsys,
+                                                                  monkeypatch, given):
+    assert _import(project, "oss", DATA / "oss.json") == 0
+    before = project.tree_bytes()
+    if given == "too-long":  # the bound, made small: a file past it is not read whole
+        import torchpulse.results.ingest as ingest
+
+        monkeypatch.setattr(ingest, "RESULTS_FILE_BYTES", 100)
+        given = tmp_path / "long.json"
+        given.write_text('{"lstm": {"cudnn": 1.5}}' + " " * 100)
+    capsys.readouterr()
+    assert _import(project, "oss", given) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"torchpulse import: error: {given}: cannot read (")
+    assert err.count("\n") == 1 and ("not a file" in err or "more than 100 bytes" in err)
+    assert project.tree_bytes() == before
+
+
+def test_dev_zero_is_refused_not_read_until_the_memory_runs_out(project):
+    """Run with its address space capped (2 GiB): read whole, /dev/zero fails on memory in
+    a few seconds instead of taking the machine's."""
+    import resource
+    import subprocess
+    import sys
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    proc = subprocess.run([sys.executable, "-m", "torchpulse.cli", "import", "oss", "/dev/zero",
+                           "--unit", "ms", "--config", str(project.conf), "--commit",
+                           project.main[-1], "--machine", "gpu1"], preexec_fn=cap,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr == ("torchpulse import: error: /dev/zero: cannot read (a device or a "
+                           "socket, not a file)\n")
+    assert not project.results.exists()
+
+
+def test_a_pipe_is_read_as_a_file(project, tmp_path):
+    """`torchpulse import oss <(ssh gpu-box cat results.json)` hands over a pipe."""
+    import threading
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_bytes((DATA / "oss.json").read_bytes()))
+    writer.start()
+    try:
+        assert _import(project, "oss", pipe) == 0
+    finally:
+        writer.join(timeout=60)
+    reference = tmp_path / "ref"
+    other = make_project(reference)
+    assert _import(other, "oss", DATA / "oss.json") == 0
+    got, expected = _results(project)[1], _results(other)[1]
+    assert {name: row["result"] for name, row in got.items()} == \
+        {name: row["result"] for name, row in expected.items()}
 
 
 def test_a_bad_second_file_means_the_first_is_not_imported_either(project, tmp_path):

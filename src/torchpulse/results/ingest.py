@@ -10,10 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchpulse.files import RESULTS_FILE_BYTES, read_input
 from torchpulse.results import importers, store
 from torchpulse.results.external import DEFAULT_SOURCE
 from torchpulse.results.importers import InputError, Record
 from torchpulse.results.project import Project
+
+MACHINE_INFO_BYTES = 2**20  # a few hundred bytes of asv machine fields
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class Imported:
 def read_machine_info(machine: str, path: Path) -> dict[str, object]:
     """asv machine fields for a new machine, from a JSON file."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_input(path, MACHINE_INFO_BYTES).decode("utf-8"))
     except (OSError, ValueError, RecursionError) as exc:
         raise InputError(f"{path}: cannot read machine info ({exc})") from None
     return store.validate_machine_info(machine, raw, str(path))
@@ -58,7 +61,7 @@ def parse_files(fmt: str, files: Sequence[Path], unit: str | None = None,
     notes: list[str] = []
     for path in files:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_input(path, RESULTS_FILE_BYTES).decode("utf-8")
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except (OSError, UnicodeDecodeError) as exc:
