@@ -2,7 +2,9 @@
 it happen once, `torchpulse disturbed --confirm`, and the evaluation's model of it."""
 
 import json
+import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,6 +90,21 @@ def test_ledger_round_trip_and_malformed_lines(tmp_path):
         path.write_text(bad)
         with pytest.raises(ledger.LedgerError, match=r"confirmed.txt:1: not a 'sha"):
             ledger.read_ledger(path)
+
+
+@pytest.mark.timeout(120)  # a FIFO read as a file waits for a writer for good
+def test_a_ledger_that_is_no_regular_file_is_refused_not_waited_on(tmp_path, monkeypatch):
+    """`alert --confirmed /dev/zero` read until the memory ran out, a FIFO was waited on."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (tmp_path, Path("/dev/null"), fifo):
+        with pytest.raises(ledger.LedgerError, match="not a regular file"):
+            ledger.read_ledger(path)
+    monkeypatch.setattr(ledger, "LEDGER_BYTES", 100)
+    long = tmp_path / "long.txt"
+    long.write_text(ledger.ledger_text({("a" * 40, f"bench_x.T.time_{i}"): 1 for i in range(3)}))
+    with pytest.raises(ledger.LedgerError, match="more than the 100 bytes"):
+        ledger.read_ledger(long)
 
 
 _LINE = st.tuples(st.sampled_from(["a" * 40, "0123456789abcdef" * 2 + "0" * 8, "A" * 40,

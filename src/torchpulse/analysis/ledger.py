@@ -14,8 +14,10 @@ import re
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
+from torchpulse.files import read_regular
 
 DEFAULT = Path(".asv") / "confirmed.txt"  # relative to the project's config
+LEDGER_BYTES = 64 * 2**20  # about 100 bytes a pair
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 # a benchmark name a ledger line can hold (what confirm may choose)
@@ -32,9 +34,10 @@ class LedgerError(TorchpulseError, ValueError):
 
 
 def read_ledger(path: Path) -> Ledger:
-    """The pairs in ``path`` (none when it does not exist)."""
+    """The pairs in ``path`` (none when it does not exist); a FIFO, a device or a file past
+    LEDGER_BYTES is refused, not waited on or read without end."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, LEDGER_BYTES).decode("utf-8")
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
