@@ -77,3 +77,29 @@ def test_only_a_regular_file_of_bounded_size_is_read(tmp_path):
             files.read_regular(path, 99)
         with pytest.raises(OSError, match=says.replace("more than the 99", "more than the")):
             files.check_regular(path, 99)
+
+
+def test_an_input_is_a_regular_file_or_a_pipe_of_bounded_size(tmp_path):
+    """What a user names on the command line may be a pipe (``<(command)``); a device is
+    refused before a byte is read, a file over the bound without reading past it."""
+    import threading
+
+    import pytest
+
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes(b"x" * 100)
+    assert files.read_input(plain, 100) == b"x" * 100
+    with pytest.raises(OSError, match="more than 99 bytes"):
+        files.read_input(plain, 99)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(b"y" * 10))
+    writer.start()
+    assert files.read_input(fifo, 100) == b"y" * 10
+    writer.join(timeout=60)
+    zero = tmp_path / "zero"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(OSError, match="a device or a socket, not a file"):
+        files.read_input(zero, 100)
+    with pytest.raises(IsADirectoryError):
+        files.read_input(tmp_path, 100)

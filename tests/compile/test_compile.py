@@ -466,6 +466,7 @@ def test_cli_list_shows_models_sources_and_config_notes(tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["-k", "^nothing$"], "no model to run"),
     (["--zoo-config", "/nonexistent.yaml"], "cannot read"),
+    (["--zoo-config", "/dev/null"], "a device or a socket, not a file"),  # /dev/zero: no end
     (["--models-from", "/nonexistent.py"], "no such models file"),
     (["--output", "/nonexistent/dir/x.csv"], "not a file in an existing directory"),
     (["--device", "tpu"], "unsupported device"),

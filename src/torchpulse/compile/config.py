@@ -10,8 +10,10 @@ from pathlib import Path
 import yaml
 
 from torchpulse.errors import TorchpulseError
+from torchpulse.files import read_input
 
 DEFAULT_PATH = Path(__file__).with_name("zoo.yaml")
+CONFIG_BYTES = 16 * 2**20  # a zoo config is a few kB
 _TOP = {"skip", "batch_size", "tolerance", "slow", "very_slow", "non_deterministic"}
 _SKIP = {"all", "cpu", "cuda"}
 _TOLERANCE = {"default", "training", "higher_value", "higher", "cosine"}
@@ -136,10 +138,11 @@ def parse(text: str, source: str = "built-in") -> ZooConfig:
 
 
 def load(path: Path | None = None) -> ZooConfig:
-    """The file at ``path``, else the built-in zoo.yaml."""
+    """The file at ``path`` (a regular file or a pipe, bounded), else the built-in zoo.yaml."""
     path = path or DEFAULT_PATH
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+        text = read_input(path, CONFIG_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})"
+                          ) from None
     return parse(text, str(path) if path != DEFAULT_PATH else "built-in zoo.yaml")
