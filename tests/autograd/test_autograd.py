@@ -283,6 +283,16 @@ def test_compare_of_a_binary_file_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "not a text file" in err
 
 
+def test_compare_of_a_device_is_one_line_not_read(tmp_path, capsys):
+    """/dev/zero was read until the memory ran out; /dev/null stands in for it here."""
+    good = tmp_path / "a.md"
+    good.write_text(table.to_markdown([run.Timing("detr", "vjp", (0.2, 0.3))]))
+    assert main(["autograd", "compare", str(good), "/dev/null"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("torchpulse autograd: error: /dev/null: cannot read (a device or a socket, "
+                   "not a file)\n")
+
+
 def test_compare_lists_pairs_found_in_one_table_only():
     before = {("m", "vjp"): (0.2, 0.0), ("m", "jvp"): (0.4, 0.0)}
     after = {("m", "vjp"): (0.1, 0.0), ("m", "hvp"): (0.3, 0.0)}

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from torchpulse.autograd.run import Timing
 from torchpulse.errors import TorchpulseError
+from torchpulse.files import read_input
 
 HEADER = ("model", "task", "mean", "var")
+TABLE_BYTES = 16 * 2**20  # a table is a line a (model, task)
 
 
 class TableError(TorchpulseError, ValueError):
@@ -29,9 +31,10 @@ def to_markdown(timings: Iterable[Timing]) -> str:
 
 
 def read(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
-    """(model, task) -> (mean, var) from a table file (nan allowed: a warm-up-only run)."""
+    """(model, task) -> (mean, var) from a table file (nan allowed: a warm-up-only run): a
+    regular file or a pipe, bounded."""
     try:
-        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()
+        lines = [ln.strip() for ln in read_input(path, TABLE_BYTES).decode("utf-8").splitlines()
                  if ln.strip()]
     except OSError as exc:
         raise TableError(f"{path}: cannot read ({exc.strerror or exc})") from None
