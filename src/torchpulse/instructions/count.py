@@ -193,14 +193,12 @@ class _Collected:
         self.names, self.out, self.inputs = names, out, inputs
         self.counted: dict[str, Counted] = {}
         self.failed: dict[str, str] = {}
-        self.read: set[int] = set()
 
     def child(self, index: int) -> None:
         """Read the files of child ``index``, once; it has exited."""
-        if index in self.read:
-            return
-        self.read.add(index)
         name = self.names[index]
+        if name in self.counted or name in self.failed:
+            return
         path = self.out / worker.file_name(index)
         if not path.exists():
             self.failed[name] = "its counting process died before it wrote its result"
