@@ -317,7 +317,8 @@ def _count_staged(stage: normalised.Stage, names: list[str], specs: dict[str, di
     inputs_dir.mkdir()
     (out / "dumps").mkdir(parents=True)
     # the parent's warm-up: the same file whatever the selection (worker.prewarm)
-    (stage.root / "prewarm.json").write_text(json.dumps({"tables": tables}))
+    (stage.root / "prewarm.json").write_text(json.dumps(
+        {"tables": tables, "helper": str(stage.helper) if stage.helper else None}))
     for index, name in enumerate(names):  # one file each: nothing shared grows with more
         (inputs_dir / worker.file_name(index)).write_text(json.dumps(specs[name]))
     cmd = command(stage, len(names), processes or jobs(),

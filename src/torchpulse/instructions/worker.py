@@ -5,7 +5,8 @@ it, warms it up and counts it.
 
     python -S -c BOOTSTRAP STAGE WORKLOADS JOBS
 
-STAGE (written by instructions.count) holds ``prewarm.json`` (the sizes table alone) and
+STAGE (written by instructions.count) holds ``prewarm.json`` (the sizes table and the
+callgrind helper's path, the same whatever the selection) and
 ``in/<index>.json`` per workload (its name, the sizes table, the windows, the helper's
 path; ``file_name``); each child writes ``out/<index>.json``: its pid (its dumps are
 ``out/dumps/callgrind.out.<pid>.<n>``), the calls in each counted window, the seconds of
@@ -237,16 +238,23 @@ PREWARM = ("rnns/py/backward", "cnns/resnet18/backward", "autograd/ppl_simple_re
 
 
 def prewarm(spec: Path) -> None:
-    """Build and run PREWARM's workloads at the tables of ``spec`` (the same file whatever
-    the selection), uninstrumented; nothing when ``spec`` is absent. A failure only costs
-    time: it is said, and the children translate the code themselves."""
+    """Discard valgrind's translations of the imports (most of that code never runs again,
+    and every child's switch to instrumentation would delete them one by one), then build
+    and run PREWARM's workloads at the tables of ``spec`` (the same file whatever the
+    selection: the tables and the helper's path), uninstrumented; nothing when ``spec`` is
+    absent. A failure only costs time: it is said, and the children translate the code
+    themselves."""
     if not spec.exists():
         return
     import torch
 
+    from torchpulse.instructions.client import discard_translations
+
     started = time.monotonic()
     try:
-        tables = json.loads(spec.read_text())["tables"]
+        settings = json.loads(spec.read_text())
+        discard_translations(settings.get("helper"))
+        tables = settings["tables"]
         for name in PREWARM:
             torch.manual_seed(0)
             run, warmup = build(name, tables)
