@@ -33,7 +33,9 @@ times faster than callgrind's): the child switches instrumentation on only then.
 
 from __future__ import annotations
 
+import array
 import gc
+import itertools
 import json
 import math
 import os
@@ -59,6 +61,8 @@ THREAD_STACK = 64 << 20  # the counted thread's stack: room for TorchScript's re
 # a child's phases, each timed (wall seconds under valgrind): the build, the uninstrumented
 # warm-up, instrumentation switched on and the sizing call, the settling and counted windows
 PHASES = ("build", "warm-up", "sizing", "windows")
+MAX_CHILDREN = 4096  # workloads one count forks at most (the family has 78)
+CLOSE_WARM_UP = 16  # pipes the parent closes before it forks (_warm_close_each)
 
 
 def calls_for(one_call: int, window: int) -> int:
@@ -268,14 +272,37 @@ def prewarm(spec: Path) -> None:
     print(f"prewarmed in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
 
 
+def _close_each(fds: array.array, count: int) -> None:
+    """Close the first ``count`` of ``fds``. A function of its own, iterating the array
+    (no subscript), and run by the parent before it forks (``_warm_close_each``): Python
+    3.11 quickens code after eight runs of a loop and then specialises its instructions,
+    and a child that did so in its own loop (the 4th child on) gave a type a version tag
+    the others did not, so later method-cache lookups collided otherwise."""
+    for fd in itertools.islice(fds, count):
+        os.close(fd)
+
+
+def _warm_close_each() -> None:
+    """Quicken and specialise ``_close_each`` in the parent, on pipes of its own."""
+    spare = array.array("i", [fd for _ in range(CLOSE_WARM_UP) for fd in os.pipe()])
+    _close_each(spare, len(spare))
+
+
 def main(stage_dir: str, workloads: str, jobs: str) -> int:
     """Fork every child at once, each waiting on a pipe of its own for its turn, then let
     ``jobs`` run at a time, in order. Forked before any of them is reaped, a child's state is
     the same whichever finished first (a reap between forks, with its objects, made the
-    native LSTMs' counts differ by 0.2 % between a quiet and a busy run)."""
+    native LSTMs' counts differ by 0.2 % between a quiet and a busy run). The bookkeeping
+    between forks lives in arrays of a fixed size, allocated before the first: a list and a
+    dict that grew with each fork gave the k-th child k more objects, and a workload's count
+    followed its place in the selection (docs/instructions.md, "Determinism")."""
     stage, count, at_once = Path(stage_dir), int(workloads), int(jobs)
-    starts: list[int] = []  # the write end of each child's pipe, in order
-    indexes: dict[int, int] = {}
+    if count > MAX_CHILDREN:
+        print(f"{count} workloads: at most {MAX_CHILDREN} a count", file=sys.stderr)
+        return 2
+    starts = array.array("i", bytes(4 * MAX_CHILDREN))  # the write end of each child's pipe
+    pids = array.array("i", bytes(4 * MAX_CHILDREN))
+    _warm_close_each()
     prewarm(stage / "prewarm.json")
     gc.collect()
     gc.freeze()
@@ -287,16 +314,16 @@ def main(stage_dir: str, workloads: str, jobs: str) -> int:
         if pid == 0:
             code = 1
             try:
-                for fd in (*starts, start):
-                    os.close(fd)
+                _close_each(starts, index)
+                os.close(start)
                 os.read(wait_for, 1)  # its turn, or the parent's end (EOF): go on either way
                 code = _child(index, stage, forked)
             finally:
                 sys.stderr.flush()
                 os._exit(code)
         os.close(wait_for)
-        starts.append(start)
-        indexes[pid] = index
+        starts[index] = start
+        pids[index] = pid
     released = 0
 
     def release() -> None:
@@ -310,7 +337,7 @@ def main(stage_dir: str, workloads: str, jobs: str) -> int:
     for _ in range(count):
         pid, status = os.wait()
         code = os.waitstatus_to_exitcode(status)
-        index = indexes[pid]
+        index = pids.index(pid, 0, count)
         print(f"counted {index}" if code == 0 else f"failed {index} (exit {code})",
               file=sys.stderr, flush=True)
         if released < count:
