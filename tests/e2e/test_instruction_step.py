@@ -187,8 +187,9 @@ def _times(changed, before, after):
 def counted(tmp_path_factory):
     """The three counts, side by side: this checkout's (kept for reuse), the same from a
     clone at a longer path started from another working directory with another environment
-    (a 5,000-byte variable, another asv machine), and the changed version's:
-    (root, changed package, this checkout's, the clone's, the changed one's)."""
+    (a 5,000-byte variable, another asv machine) and the selection in reverse order, and the
+    changed version's: (root, changed package, this checkout's, the clone's, the changed
+    one's)."""
     root = tmp_path_factory.mktemp("instruction-step")
     changed, clone = _changed_package(root), _clone(root)
     elsewhere = root / "elsewhere"
@@ -196,7 +197,8 @@ def counted(tmp_path_factory):
     every = [WORKLOAD, AUTOGRAD, *OTHERS, MISSING]
     with concurrent.futures.ThreadPoolExecutor(3) as pool:  # a count does not mind the load
         here = pool.submit(_count, every, reuse_in=root / "runs")
-        there = pool.submit(_count, every, clone, cwd=elsewhere,
+        # in another order: a child counts a group (family.groups) whatever else is asked
+        there = pool.submit(_count, every[::-1], clone, cwd=elsewhere,
                             env={"ASV_MACHINE": "another-machine", "CI_SOMETHING": "y" * 5000})
         after = pool.submit(_count, [WORKLOAD, AUTOGRAD], changed)
         return root, changed, here.result(), there.result(), after.result()

@@ -261,29 +261,40 @@ def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
 
 def test_each_childs_files_are_read_when_it_finishes_not_after_the_last(monkeypatch):
     """The dumps of a child are read as the counted process says it is done, while the
-    others still count (a count of the 72 spent 8.6 s reading them after the last child);
-    the figures come back in the selection's order, a failed child's error with them."""
-    names = ["rnns/cudnn/forward", "rnns/py/forward", "rnns/aten/forward"]
-    lines = []
+    others still count (a count of the 72 spent 8.6 s reading them after the last child).
+    A child counts a group (family.groups): what was asked comes back in the selection's
+    order, a failed workload's error with it, and a child that died fails its whole group;
+    the rest of a group is counted and said, but not returned."""
+    names = ["rnns/cudnn/forward", "rnns/py/forward", "rnns/aten/forward",
+             "autograd/ppl_simple_reg/jvp"]
+    lines, staged = [], []
 
     def dump(total: int) -> str:
         return f"events: Ir\nfn=(1) work\n0 {total}\ntotals: {total}\n"
 
     def fake_run(cmd, env, cwd, timeout, log, keep=()):
         out = cwd / "out"
-        for index in (2, 0, 1):  # in the order they finish, not the selection's
-            if index == 1:
-                (out / worker.file_name(1)).write_text(json.dumps({"name": names[1],
-                                                                   "error": "boom"}))
-                log("failed 1 (exit 1)")
+        groups = [json.loads((cwd / "in" / worker.file_name(i)).read_text())["names"]
+                  for i in range(4)]
+        staged.extend(groups)
+        for index in (2, 0, 3, 1):  # in the order they finish, not the selection's
+            if index == 1:  # died: no file
+                log("failed 1 (exit -11)")
                 continue
-            pid = 100 + index
+            pid, results = 100 + index, []
+            for member, name in enumerate(groups[index]):
+                if name == "rnns/aten/backward":
+                    results.append({"name": name, "error": "boom"})
+                    continue
+                first = 1 + 3 * member
+                results.append({"name": name, "first": first, "calls": 2, "windows": 3,
+                                "seconds": {"build": 0.5}})
+                for n, total in enumerate((200 * (index + 1) + 10 * member,
+                                           202 * (index + 1) + 10 * member,
+                                           204 * (index + 1) + 10 * member), start=first):
+                    (out / "dumps" / f"callgrind.out.{pid}.{n}").write_text(dump(total))
             (out / worker.file_name(index)).write_text(json.dumps(
-                {"name": names[index], "pid": pid, "first": 1, "calls": 2, "windows": 3,
-                 "seconds": {"build": 0.5}, "inputs": {"files": [f"/f{index}"]}}))
-            for n, total in enumerate((200 * (index + 1), 202 * (index + 1),
-                                       204 * (index + 1)), start=1):
-                (out / "dumps" / f"callgrind.out.{pid}.{n}").write_text(dump(total))
+                {"pid": pid, "workloads": results, "inputs": {"files": [f"/f{index}"]}}))
             log(f"counted {index}")
             # gone once said: read by then, or the figure would be lost
             (out / worker.file_name(index)).unlink()
@@ -296,13 +307,22 @@ def test_each_childs_files_are_read_when_it_finishes_not_after_the_last(monkeypa
     monkeypatch.setattr(count.client, "helper", lambda: None)
     monkeypatch.setattr(count, "_check_preload", lambda *args: None)
     counted, failed = count.count(names, sizes.INSTRUCTIONS, log=lines.append)
-    assert list(counted) == [names[0], names[2]]
+    assert staged == [["rnns/cudnn/forward", "rnns/cudnn/backward"],
+                      ["rnns/py/forward", "rnns/py/backward"],
+                      ["rnns/aten/forward", "rnns/aten/backward"],
+                      ["autograd/ppl_simple_reg/vjp", "autograd/ppl_simple_reg/jvp",
+                       "autograd/ppl_simple_reg/vhp", "autograd/ppl_simple_reg/hvp"]]
+    assert list(counted) == [names[0], names[2], names[3]]
     assert counted[names[0]].counts == [100, 101, 102] and counted[names[0]].instructions == 101
     assert counted[names[2]].counts == [300, 303, 306]
     assert counted[names[2]].seconds == {"build": 0.5}
-    assert failed == {names[1]: "boom"}
-    assert lines == [f"counted {names[2]}", f"counted {names[0]}",
-                     f"failed {names[1]} (exit 1)"]
+    assert counted[names[3]].counts == [405, 409, 413]  # its own dumps: the group's 2nd
+    assert failed == {names[1]: "its counting process died before it wrote its result"}
+    assert lines == ["counted rnns/aten/forward", "failed rnns/aten/backward",
+                     "counted rnns/cudnn/forward", "counted rnns/cudnn/backward",
+                     *(f"counted autograd/ppl_simple_reg/{task}"
+                       for task in ("vjp", "jvp", "vhp", "hvp")),
+                     "failed rnns/py/forward (exit -11)", "failed rnns/py/backward (exit -11)"]
 
 
 def test_a_warm_up_that_fails_is_said_and_the_count_goes_on(tmp_path, capsys):

@@ -49,6 +49,37 @@ def test_the_default_is_every_workload_but_the_left_out_ones_heaviest_first():
         family.selected(fastrnns, autograd, "nothing/*/here")
 
 
+def test_a_workload_is_counted_in_the_same_group_whatever_is_asked():
+    """A child counts a group: at most GROUP workloads of one runner or model, in the
+    family's order, so that a narrowed count (compare, bisect) counts each workload after
+    the same others as the dashboard's; a left-out workload alone, whether ``all`` or a
+    pattern asks for it."""
+    every = family.workloads(fastrnns, autograd)
+    default = family.selected(fastrnns, autograd, "default")
+    full = family.groups(every, default)
+    assert sorted(n for g in full for n in g) == sorted(default)  # each once
+    assert all(1 <= len(g) <= family.GROUP for g in full)
+    assert all(len({family.group_key(n) for n in g}) == 1 for g in full)
+    assert all(g == [n for n in every if n in g] for g in full)  # the family's order
+    assert ["rnns/py/forward", "rnns/py/backward"] in full
+    assert ["autograd/ppl_simple_reg/vjp", "autograd/ppl_simple_reg/jvp",
+            "autograd/ppl_simple_reg/vhp", "autograd/ppl_simple_reg/hvp"] in full
+    assert ["autograd/detr/vjp"] in full and ["rnns/cudnn_layernorm/forward"] in full
+    group_of = {n: g for g in full for n in g}
+    # asked alone, in any order, or among all 78: each counted among the same others
+    for name in default:
+        assert family.groups(every, [name]) == [group_of[name]]
+    assert sorted(family.groups(every, default[::-1])) == sorted(full)
+    everything = family.groups(every, family.selected(fastrnns, autograd, "all"))
+    assert all(g in everything for g in full)
+    for name in family.matching(every, ",".join(family.LEFT_OUT)):
+        assert [name] in everything and family.groups(every, [name]) == [[name]]
+    # the heaviest first, as asked; a name this package lacks alone
+    assert full[0] == ["cnns/resnet18/forward", "cnns/resnet18/backward"]
+    assert family.groups(every, ["rnns/nope/forward", "rnns/py/backward"]) == [
+        ["rnns/nope/forward"], ["rnns/py/forward", "rnns/py/backward"]]
+
+
 @pytest.mark.parametrize("bad", ["rnns/cudnn", "gpu/x/y", "rnns//forward", "a/b/c/d"])
 def test_a_malformed_name_is_refused(bad):
     with pytest.raises(ValueError, match="not an instruction workload"):

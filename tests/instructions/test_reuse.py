@@ -193,11 +193,10 @@ def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypat
     started = []
 
     def fake_run(cmd, env, cwd, timeout, log, keep=()):
-        started.append(sorted(p.name for p in (cwd / "in").iterdir()))
+        started.append([json.loads(p.read_text())["names"]
+                        for p in sorted((cwd / "in").iterdir())])
         for index in range(len(started[-1])):
-            name = json.loads((cwd / "in" / worker.file_name(index)).read_text())["name"]
-            (cwd / "out" / worker.file_name(index)).write_text(json.dumps({"name": name,
-                                                                   "error": "faked"}))
+            (cwd / "out" / worker.file_name(index)).write_text(json.dumps({"error": "faked"}))
         return 0, ""
 
     monkeypatch.setattr(count, "_run", fake_run)
@@ -208,23 +207,32 @@ def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypat
     with normalised.stage(count.ENVIRONMENT, preload=count.allocator.library()) as stage:
         cmd = count.command(stage, 0, 0, instr_at_start=True)[:-2]
         ctx = reuse.context(cmd, stage.environ, stage.root, Path(count.__file__).parent)
-    spec = {"name": "rnns/py/forward", "windows": count.WINDOWS, "window": count.WINDOW,
-            "tables": sizes.INSTRUCTIONS, "helper": None}
-    reuse.store(runs, ctx, {"rnns/py/forward": _figures(3_585_178, reuse.settings(spec))},
+    def spec(name):
+        return {"name": name, "windows": count.WINDOWS, "window": count.WINDOW,
+                "tables": sizes.INSTRUCTIONS, "helper": None}
+
+    stored = {"rnns/py/forward": 3_585_178, "rnns/py/backward": 7_839_927,
+              "rnns/aten/forward": 503_739}  # aten's backward, in its group, is not
+    reuse.store(runs, ctx, {name: _figures(figure, reuse.settings(spec(name)))
+                            for name, figure in stored.items()},
                 reuse.Digests().of([count.__file__], []))
     logged = []
-    counted, failed = count.count(["rnns/cudnn/forward", "rnns/py/forward"], sizes.INSTRUCTIONS,
-                                  reuse_in=runs, log=logged.append)
-    assert started == [["000000.json"]] and failed == {"rnns/cudnn/forward": "faked"}
+    counted, failed = count.count(["rnns/cudnn/forward", "rnns/py/forward",
+                                   "rnns/aten/forward"], sizes.INSTRUCTIONS, reuse_in=runs,
+                                  log=logged.append)
+    # a group is reused whole or counted whole
+    assert started == [[["rnns/cudnn/forward", "rnns/cudnn/backward"],
+                        ["rnns/aten/forward", "rnns/aten/backward"]]]
+    assert failed == {"rnns/cudnn/forward": "faked", "rnns/aten/forward": "faked"}
     assert counted["rnns/py/forward"].instructions == 3_585_178
-    assert counted["rnns/py/forward"].reused
-    assert logged[0].startswith("reused 1 of 2 counts")
+    assert counted["rnns/py/forward"].reused and list(counted) == ["rnns/py/forward"]
+    assert logged[0].startswith("reused 2 of 6 counts")
     # all of them stored: the counted process is not started at all
     counted, failed = count.count(["rnns/py/forward"], sizes.INSTRUCTIONS, reuse_in=runs)
     assert len(started) == 1 and failed == {} and counted["rnns/py/forward"].reused
     # without a folder nothing is reused
     count.count(["rnns/py/forward"], sizes.INSTRUCTIONS)
-    assert started[-1] == ["000000.json"] and len(started) == 2
+    assert started[-1] == [["rnns/py/forward", "rnns/py/backward"]] and len(started) == 2
 
 
 def test_reuse_is_on_unless_the_user_says_no(monkeypatch):
@@ -262,7 +270,8 @@ def _counted_by(monkeypatch, made_of: dict):
     monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
     monkeypatch.setattr(count.client, "helper", lambda: None)
 
-    def staged(stage, names, specs, tables, processes, timeout, log, inputs):
+    def staged(stage, groups, specs, tables, processes, timeout, log, inputs):
+        names = [name for group in groups for name in group]
         for kind, paths in (made_of or {"unknown": names}).items():
             inputs.setdefault(kind, set()).update(paths)
         return {n: count.Counted(n, 7, [7, 7, 7], {"f": 7}) for n in names}, {}

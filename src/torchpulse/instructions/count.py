@@ -186,46 +186,51 @@ class _Collected:
     """Each workload's figure from its child's files, read as the child finishes (the
     counted process says so), so that the reading overlaps the children still counting
     instead of following the last one; ``inputs`` gathers what the children that counted
-    were made of (worker.inputs)."""
+    were made of (worker.inputs). ``groups``: the workloads of each child, in order."""
 
-    def __init__(self, names: Sequence[str], out: Path,
+    def __init__(self, groups: Sequence[Sequence[str]], out: Path,
                  inputs: dict[str, set[str]] | None) -> None:
-        self.names, self.out, self.inputs = names, out, inputs
+        self.groups, self.out, self.inputs = groups, out, inputs
         self.counted: dict[str, Counted] = {}
         self.failed: dict[str, str] = {}
+        self.read: set[int] = set()
 
     def child(self, index: int) -> None:
         """Read the files of child ``index``, once; it has exited."""
-        name = self.names[index]
-        if name in self.counted or name in self.failed:
+        if index in self.read:
             return
+        self.read.add(index)
+        names = self.groups[index]
         path = self.out / worker.file_name(index)
-        if not path.exists():
-            self.failed[name] = "its counting process died before it wrote its result"
-            return
-        result = json.loads(path.read_text())
+        result = json.loads(path.read_text()) if path.exists() else {
+            "error": "its counting process died before it wrote its result"}
         if "error" in result:
-            self.failed[name] = result["error"]
+            self.failed.update(dict.fromkeys(names, result["error"]))
             return
-        numbers = range(result["first"], result["first"] + result["windows"])
-        dumps = [callgrind.read(self.out / "dumps" / f"callgrind.out.{result['pid']}.{n}")
-                 for n in numbers]
-        self.counted[name] = summarise(name, dumps, result["calls"],
-                                       seconds=result.get("seconds"))
+        for one in result["workloads"]:
+            name = one["name"]
+            if "error" in one:
+                self.failed[name] = one["error"]
+                continue
+            numbers = range(one["first"], one["first"] + one["windows"])
+            dumps = [callgrind.read(self.out / "dumps" / f"callgrind.out.{result['pid']}.{n}")
+                     for n in numbers]
+            self.counted[name] = summarise(name, dumps, one["calls"], seconds=one.get("seconds"))
         if self.inputs is not None:
-            _gather(self.inputs, result.get("inputs"), name)
+            _gather(self.inputs, result.get("inputs"), names[0])
 
     def finish(self) -> tuple[dict[str, Counted], dict[str, str]]:
         """After the counted process: the children not read yet, then what they inherited
-        from the parent; the figures in the selection's order."""
-        for index in range(len(self.names)):
+        from the parent; the figures in the order of the groups."""
+        for index in range(len(self.groups)):
             self.child(index)
         if self.inputs is not None and self.counted:
             parent = self.out / "parent.json"
             _gather(self.inputs, json.loads(parent.read_text()) if parent.exists() else None,
                     "parent")
-        counted = {n: self.counted[n] for n in self.names if n in self.counted}
-        return counted, {n: self.failed[n] for n in self.names if n in self.failed}
+        names = [name for group in self.groups for name in group]
+        counted = {n: self.counted[n] for n in names if n in self.counted}
+        return counted, {n: self.failed[n] for n in names if n in self.failed}
 
 
 def _gather(inputs: dict[str, set[str]], made_of: dict | None, whose: str) -> None:
@@ -249,31 +254,45 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
     if malloc is None:
         raise CountingError("instruction counts need a C compiler (cc) to build the "
                             "allocator they count under (Debian/Ubuntu: apt install gcc)")
+    every = _groups(workloads)
     with normalised.stage(ENVIRONMENT, preload=malloc,
                           helper=client.helper()) as stage:
         specs = {name: {"name": name, "windows": windows, "window": window, "tables": tables,
                         "helper": str(stage.helper) if stage.helper else None}
-                 for name in workloads}
-        past = _Past(stage, specs, reuse_in, log)
-        names = [name for name in specs if name not in past.reused]
-        if not names:
-            return past.reused, {}
-        _check_preload(stage, malloc)
-        counted, failed = _count_staged(stage, names, specs, tables, processes, timeout, log,
-                                        past.inputs)
-        past.store(counted, log)
+                 for group in every for name in group}
+        past = _Past(stage, specs, reuse_in)
+        groups = past.keep_whole(every, log)
+        counted, failed = {}, {}
+        if groups:
+            _check_preload(stage, malloc)
+            counted, failed = _count_staged(stage, groups, specs, tables, processes, timeout,
+                                            log, past.inputs)
+            past.store(counted, log)
         got = {**past.reused, **counted}
-        return {name: got[name] for name in specs if name in got}, failed
+        return ({name: got[name] for name in workloads if name in got},
+                {name: failed[name] for name in workloads if name in failed})
+
+
+def _groups(workloads: Sequence[str]) -> list[list[str]]:
+    """The children that count ``workloads`` (family.groups): each with the other workloads
+    of its group, which are counted too (and kept for reuse) but not returned."""
+    from torchpulse.autograd import choices as autograd_choices
+    from torchpulse.fastrnns import choices as fastrnns_choices
+    from torchpulse.instructions import family
+
+    every = family.workloads(fastrnns_choices, autograd_choices)
+    return family.groups(every, list(dict.fromkeys(workloads)))
 
 
 class _Past:
     """The counts of ``specs`` taken before from the same inputs (reuse.py), found when made;
     ``store`` keeps this run's. Nothing either way without a folder."""
 
-    def __init__(self, stage: normalised.Stage, specs: dict[str, dict], folder: Path | None,
-                 log) -> None:
+    def __init__(self, stage: normalised.Stage, specs: dict[str, dict],
+                 folder: Path | None) -> None:
         self.stage, self.folder = stage, folder
         self.reused: dict[str, Counted] = {}
+        self.found: dict[str, tuple[dict, str]] = {}
         self.inputs: dict[str, set[str]] | None = None
         if folder is None:
             return
@@ -282,14 +301,23 @@ class _Past:
         cmd = command(stage, 0, 0, instr_at_start=stage.helper is None)[:-2]
         self.context = reuse.context(cmd, stage.environ, stage.root, Path(__file__).parent)
         self.settings = {name: reuse.settings(spec) for name, spec in specs.items()}
-        found = reuse.lookup(folder, self.context, self.settings, self.digests)
+        self.found = reuse.lookup(folder, self.context, self.settings, self.digests)
         self.reused = {name: Counted(name, stored["instructions"], stored["counts"],
                                      stored["functions"], stored["seconds"], reused=True)
-                       for name, (stored, _) in found.items()}
-        if found and log is not None:
-            runs = sorted({run for _, run in found.values()})
-            log(f"reused {len(found)} of {len(specs)} counts: nothing they were made of has "
-                f"changed since {', '.join(runs)} (in {folder})")
+                       for name, (stored, _) in self.found.items()}
+
+    def keep_whole(self, groups: list[list[str]], log) -> list[list[str]]:
+        """The groups to count: those not every workload of which was found. A group is
+        counted whole or not at all: its workloads' figures follow one another. Says what
+        is reused."""
+        counted = [group for group in groups if not all(n in self.reused for n in group)]
+        recounted = {name for group in counted for name in group}
+        self.reused = {n: c for n, c in self.reused.items() if n not in recounted}
+        if self.reused and log is not None:
+            runs = sorted({self.found[name][1] for name in self.reused})
+            log(f"reused {len(self.reused)} of {sum(map(len, groups))} counts: nothing they "
+                f"were made of has changed since {', '.join(runs)} (in {self.folder})")
+        return counted
 
     def store(self, counted: dict[str, Counted], log) -> None:
         """Keep ``counted`` for later counts; a cache that cannot be written costs only the
@@ -309,7 +337,7 @@ class _Past:
                 log(f"counts not kept for reuse: {exc}")
 
 
-def _count_staged(stage: normalised.Stage, names: list[str], specs: dict[str, dict],
+def _count_staged(stage: normalised.Stage, groups: list[list[str]], specs: dict[str, dict],
                   tables: dict, processes: int | None, timeout: float | None, log,
                   inputs: dict[str, set[str]] | None
                   ) -> tuple[dict[str, Counted], dict[str, str]]:
@@ -319,22 +347,28 @@ def _count_staged(stage: normalised.Stage, names: list[str], specs: dict[str, di
     # the parent's warm-up: the same file whatever the selection (worker.prewarm)
     (stage.root / "prewarm.json").write_text(json.dumps(
         {"tables": tables, "helper": str(stage.helper) if stage.helper else None}))
-    for index, name in enumerate(names):  # one file each: nothing shared grows with more
-        (inputs_dir / worker.file_name(index)).write_text(json.dumps(specs[name]))
-    cmd = command(stage, len(names), processes or jobs(),
+    for index, group in enumerate(groups):  # one file each: nothing shared grows with more
+        shared = {key: value for key, value in specs[group[0]].items() if key != "name"}
+        (inputs_dir / worker.file_name(index)).write_text(json.dumps({"names": group,
+                                                                      **shared}))
+    cmd = command(stage, len(groups), processes or jobs(),
                   instr_at_start=stage.helper is None)
 
-    collected = _Collected(names, out, inputs)
+    collected = _Collected(groups, out, inputs)
 
     def progress(line: str) -> None:  # the worker says indexes: the names are here
         verb, _, rest = line.partition(" ")
         index, _, tail = rest.partition(" ")
-        known = verb in ("counted", "failed") and index.isdigit() and int(index) < len(names)
-        if known:
-            collected.child(int(index))
+        known = verb in ("counted", "failed") and index.isdigit() and int(index) < len(groups)
+        if not known:
+            if log is not None:
+                log(line)
+            return
+        collected.child(int(index))
         if log is not None:
-            log(f"{verb} {names[int(index)]}{' ' + tail if tail else ''}" if known
-                else line)
+            for name in groups[int(index)]:
+                verb = "failed" if name in collected.failed else "counted"
+                log(f"{verb} {name}{' ' + tail if tail else ''}")
 
     # the lock goes with it: a counted process that outlives this one keeps its stage
     returncode, tail = _run(cmd, dict(stage.environ), stage.root, timeout, progress,

@@ -93,6 +93,42 @@ def selected(fastrnns: ModuleType, autograd: ModuleType, choice: str | None) -> 
     return sorted(chosen, key=lambda w: not w.startswith(HEAVY))  # stable: heaviest first
 
 
+# Workloads of one runner or model counted in one child, in the family's order, this many at
+# most: they share the child's switch to instrumentation and valgrind's instrumented
+# translations of their common code (docs/instructions.md, "Cost"), and a narrowed count
+# (compare, bisect) counts at most this many to give one workload the figure a full count
+# gives it. A left-out workload is counted alone, so that ``all`` and ``default`` agree.
+GROUP = 4
+
+
+def group_key(name: str) -> str:
+    """What a workload is grouped by: its family and runner or model, or its own name for
+    the workloads left out of the default."""
+    if matching([name], ",".join(LEFT_OUT)):
+        return name
+    parts = name.split("/")
+    return "/".join(parts[:2]) if len(parts) == 3 else name
+
+
+def groups(every: list[str], names: list[str]) -> list[list[str]]:
+    """The children a count of ``names`` forks, each a list of workloads counted in it in
+    that order: the chunk of at most GROUP workloads of ``every`` (family.workloads: the
+    same chunks whatever is asked) that holds each of ``names``, in the order the first of
+    ``names`` in each appears; a name not in ``every`` alone (it fails alone)."""
+    by_key: dict[str, list[str]] = {}
+    for name in every:
+        by_key.setdefault(group_key(name), []).append(name)
+    chunk_of: dict[str, tuple[str, ...]] = {}
+    for members in by_key.values():
+        for start in range(0, len(members), GROUP):
+            chunk = tuple(members[start:start + GROUP])
+            chunk_of.update(dict.fromkeys(chunk, chunk))
+    out: dict[tuple[str, ...], None] = {}
+    for name in names:
+        out.setdefault(chunk_of.get(name, (name,)), None)
+    return [list(chunk) for chunk in out]
+
+
 # Left out of the GPU suite's default: the variable-length Python and TorchScript loops, as
 # upstream's fastrnns leaves them to --variable-lstms. Their calls launch 13,000-60,000
 # kernels, and profiling them took about 120 s of a commit on an H200 (docs/gpu.md, "Where

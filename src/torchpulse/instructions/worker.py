@@ -100,29 +100,71 @@ def own_dump(dumps_dir: Path, number: int) -> str:
     return f"{dumps_dir}{'/' * (1 + PID_DIGITS - len(pid))}callgrind.out.{pid}.{number}"
 
 
-def count_one(name: str, spec: dict, dumps_dir: Path) -> dict:
-    """In the child: build and warm up uninstrumented, switch instrumentation on, size the
-    window, run a window's worth more, count ``windows`` windows."""
+def count_group(names: list[str], spec: dict, dumps_dir: Path) -> list[dict]:
+    """In the child: build and warm up each of ``names`` uninstrumented, in order, switch
+    instrumentation on once, then count each in turn (``count_one``): one result each, its
+    error where it failed (the others are still counted)."""
     import torch
 
-    from torchpulse.instructions.client import CountedRegion, start_instrumentation
+    from torchpulse.instructions.client import start_instrumentation
 
-    clock = [time.monotonic()]  # where the child's wall time goes (docs: "Cost")
-    torch.manual_seed(0)
-    run, warmup = build(name, spec["tables"])
-    clock.append(time.monotonic())
-    for _ in range(warmup):
-        run()
-    clock.append(time.monotonic())
+    built: list[tuple[Callable, float, float] | None] = []  # run, build and warm-up seconds
+    results: list[dict] = []
+    for name in names:
+        started = time.monotonic()  # where the child's wall time goes (docs: "Cost")
+        try:
+            torch.manual_seed(0)  # each model as it would be built alone
+            run, warmup = build(name, spec["tables"])
+            made = time.monotonic()
+            for _ in range(warmup):
+                run()
+        except Exception as exc:  # noqa: BLE001 (one workload's failure is its own)
+            results.append({"name": name, "error": _error(exc)})
+            built.append(None)
+            continue
+        results.append({"name": name})
+        built.append((run, made - started, time.monotonic() - made))
+    started = time.monotonic()  # the first counted workload's sizing includes the switch
     gc.collect()
-    gc.freeze()  # what the build made is not scanned again: the collections stay small
+    gc.freeze()  # what the builds made is not scanned again: the collections stay small
     gc.disable()
     start_instrumentation(spec.get("helper"))
-    sizing = CountedRegion(calls_per_dump=1)
-    run(sizing)
+    dumps = [0]  # the number of this process's last dump, as each region leaves it
+    clocks = []
+    for result, entry in zip(results, built, strict=True):
+        if entry is None:
+            continue
+        run, building, warming = entry
+        try:
+            result.update(count_one(run, spec, dumps_dir, dumps))
+        except Exception as exc:  # noqa: BLE001
+            result["error"] = _error(exc)
+        done = time.monotonic()
+        clocks.append((result, building, warming, started, done))
+        started = done
+    # rounded only now: rounding a float takes a path (and memory) that depends on its
+    # value, and the next workload's count would follow the clock
+    for result, building, warming, started, done in clocks:
+        if "error" not in result:
+            sized = result.pop("sized")
+            result["seconds"] = dict(zip(PHASES, (round(t, 2) for t in (
+                building, warming, sized - started, done - sized)), strict=True))
+    return results
+
+
+def count_one(run: Callable, spec: dict, dumps_dir: Path, dumps: list[int]) -> dict:
+    """Instrumented: size the window with one call, run a window's worth more, count
+    ``windows`` windows; ``dumps[0]`` follows this process's dumps."""
+    from torchpulse.instructions.client import CountedRegion
+
+    sizing = CountedRegion(calls_per_dump=1, dumps=dumps[0])
+    try:
+        run(sizing)
+    finally:
+        dumps[0] = sizing.dumps
     gc.collect()
     calls = calls_for(read_total(own_dump(dumps_dir, sizing.dumps)), spec["window"])
-    clock.append(time.monotonic())
+    sized = time.monotonic()
     windows = spec["windows"]
     if calls == 1:  # a call fills a window: the sizing call is the first
         first, windows = sizing.dumps, windows - 1
@@ -132,15 +174,18 @@ def count_one(name: str, spec: dict, dumps_dir: Path) -> dict:
             run()
             gc.collect()
     counted = CountedRegion(calls_per_dump=calls, dumps=sizing.dumps)
-    for _ in range(windows):
-        for _ in range(calls):
-            run(counted)
-            gc.collect()  # outside the region: every call starts from the same heap
-    clock.append(time.monotonic())
-    seconds = {phase: round(b - a, 2)
-               for phase, a, b in zip(PHASES, clock[:-1], clock[1:], strict=True)}
-    return {"pid": os.getpid(), "first": first, "calls": calls, "windows": spec["windows"],
-            "seconds": seconds}
+    try:
+        for _ in range(windows):
+            for _ in range(calls):
+                run(counted)
+                gc.collect()  # outside the region: every call starts from the same heap
+    finally:
+        dumps[0] = counted.dumps
+    return {"first": first, "calls": calls, "windows": spec["windows"], "sized": sized}
+
+
+def _error(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(exc)).strip()
 
 
 def in_fresh_arena(work: Callable[[], dict]) -> dict:
@@ -223,13 +268,14 @@ def file_name(index: int) -> str:
 def _child(index: int, stage: Path, forked: tuple[int, int]) -> int:
     spec = json.loads((stage / "in" / file_name(index)).read_text())
     try:
-        result = in_fresh_arena(lambda: count_one(spec["name"], spec, stage / "out" / "dumps"))
-        result["inputs"] = inputs(forked)
+        workloads = in_fresh_arena(
+            lambda: count_group(spec["names"], spec, stage / "out" / "dumps"))
+        result = {"pid": os.getpid(), "workloads": workloads, "inputs": inputs(forked)}
         status = 0
-    except BaseException as exc:  # noqa: BLE001 (one workload's failure is its own)
-        result = {"error": "".join(traceback.format_exception_only(exc)).strip()}
+    except BaseException as exc:  # noqa: BLE001 (one child's failure is its own)
+        result = {"error": _error(exc)}
         status = 1
-    (stage / "out" / file_name(index)).write_text(json.dumps({"name": spec["name"], **result}))
+    (stage / "out" / file_name(index)).write_text(json.dumps(result))
     return status
 
 
