@@ -82,5 +82,27 @@ def test_the_total_alone_is_read_from_the_end_of_a_long_dump(tmp_path):
     path.write_text(long)
     assert callgrind.read_total(path) == callgrind.read(path).total == 166
     path.write_text(long.split("totals:")[0])  # cut short: its summary is far from the end
-    with pytest.raises(callgrind.CallgrindFormatError, match="no summary or totals line"):
+    with pytest.raises(callgrind.CallgrindFormatError, match="no totals line at its end"):
         callgrind.read_total(path)
+
+
+def test_reading_the_total_allocates_alike_whatever_comes_before_it(tmp_path):
+    """The counted process reads its sizing dump between workloads: callgrind writes a
+    dump's functions in an order that follows valgrind's own memory (the pid's digits moved
+    it), and the lines a parse of that order made laid the heap out otherwise for the next
+    workload of the child (docs/instructions.md, "Determinism"). What read_total allocates
+    depends on the total alone."""
+    import tracemalloc
+
+    peaks = []
+    for pid, last in ((303, "f"), (10501, "g" * 300), (4096, "h(int, long) const" * 3)):
+        path = tmp_path / f"callgrind.out.{pid}.4"
+        path.write_text(f"version: 1\npid: {pid}\nevents: Ir\n" + "fn=(1) x\n0 3\n" * 400
+                        + f"fn=(2) {last}\n0 7\n\ntotals: 15935860\n")
+        tracemalloc.start()
+        try:
+            assert callgrind.read_total(str(path)) == 15935860
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    assert len(set(peaks)) == 1, peaks

@@ -62,6 +62,7 @@ def _function(name: str, obj: str) -> str:
 
 
 _TOTAL_LINES = ("summary:", "totals:")
+TAIL = 64  # bytes read_total reads from a dump's end: its totals line and little before it
 
 
 def _total(line: str) -> int:
@@ -69,16 +70,21 @@ def _total(line: str) -> int:
 
 
 def read_total(path: str | Path) -> int:
-    """A dump's total alone, from its last lines (where callgrind writes it): what the
-    counted process reads of its own dump to size a window, without parsing the rest (a
-    string path: a Path would hold its file name, whose length varies, as a part)."""
+    """A dump's total alone, from its last line (callgrind writes ``totals:`` last): what
+    the counted process reads of its own dump to size a window. It reads TAIL bytes and
+    takes the number after the last ``totals:`` in them, splitting nothing before it: the
+    order in which callgrind writes a dump's functions follows valgrind's own memory, which
+    the pid's digits move, and the lines a parse of that order made laid the heap out
+    otherwise for the next workload counted in the child (docs/instructions.md,
+    "Determinism"). A string path: a Path would hold its file name, whose length varies,
+    as a part."""
     with open(path, "rb") as f:
-        f.seek(max(0, os.fstat(f.fileno()).st_size - 4096))
-        tail = f.read().decode(errors="replace")
-    for line in reversed(tail.splitlines()):
-        if line.startswith(_TOTAL_LINES):
-            return _total(line)
-    raise CallgrindFormatError(f"{path}: no summary or totals line at its end")
+        f.seek(max(0, os.fstat(f.fileno()).st_size - TAIL))
+        tail = f.read()
+    at = tail.rfind(b"\ntotals:")
+    if at < 0:
+        raise CallgrindFormatError(f"{path}: no totals line at its end")
+    return int(tail[at + len(b"\ntotals:"):].split()[0])
 
 
 def parse(text: str) -> Dump:

@@ -1,23 +1,28 @@
 """The process callgrind runs: imports torch and the workloads' code once, warms up the code
 most workloads share (``PREWARM``: valgrind's translations of it are then inherited, not made
-again in every child), then forks one child per workload (``jobs`` at a time), which builds
-it, warms it up and counts it.
+again in every child), then forks one child per group of workloads (family.groups: a
+runner's or model's, at most four; ``jobs`` at a time), which builds and warms up each,
+then counts each in turn.
 
-    python -S -c BOOTSTRAP STAGE WORKLOADS JOBS
+    python -S -c BOOTSTRAP STAGE CHILDREN JOBS
 
 STAGE (written by instructions.count) holds ``prewarm.json`` (the sizes table and the
-callgrind helper's path, the same whatever the selection) and
-``in/<index>.json`` per workload (its name, the sizes table, the windows, the helper's
-path; ``file_name``); each child writes ``out/<index>.json``: its pid (its dumps are
-``out/dumps/callgrind.out.<pid>.<n>``), the calls in each counted window, the seconds of
-each phase and the files and folders it was made of (``inputs``), or its error. WORKLOADS
-and JOBS are zero-padded numbers: the parent reads nothing whose size depends on the
-selection, so a workload's count does not depend on what else is counted.
+callgrind helper's path, the same whatever the selection) and ``in/<index>.json`` per child
+(its workloads' names, the sizes table, the windows, the helper's path; ``file_name``);
+each child writes ``out/<index>.json``: its pid (its dumps are
+``out/dumps/callgrind.out.<pid>.<n>``), for each workload the first dump and the calls of
+its counted windows and the seconds of each phase, or its error, and the files and folders
+it was made of (``inputs``), or the child's error. CHILDREN and JOBS are zero-padded
+numbers: the parent reads nothing whose size depends on the selection, so a workload's
+count does not depend on what else is counted.
 
-Why a child per workload: every workload starts from the same process (torch imported, the
-workloads' modules compiled), whatever the other workloads are and in whatever order they
-finish, so its count depends on nothing else; the children run side by side, since a count
-does not depend on the load beside it.
+Why a child per group: every group starts from the same process (torch imported, the
+workloads' modules compiled), whatever the other groups are and in whatever order they
+finish, and its workloads are always the same ones in the same order, so a workload's count
+depends on nothing else; the children run side by side, since a count does not depend on
+the load beside it. A group, not a workload: its workloads share the child's switch to
+instrumentation and valgrind's instrumented translations of their common code, which cost a
+child per workload 0.5-1 s each (docs/instructions.md, "Cost").
 
 Why windows: a single call's count moves with periodic work (malloc consolidating its bins,
 Python's specialising interpreter, pymalloc taking a new arena), which lands in some calls and
@@ -27,7 +32,7 @@ times and keeps specialising its instructions for a while), then counts ``window
 that many calls, one callgrind dump each, with the garbage collector off inside them. A
 workload whose one call fills a window (a ResNet) uses its sizing call as the first window.
 
-The build and the first calls run uninstrumented (valgrind's plain translation is several
+The builds and the first calls run uninstrumented (valgrind's plain translation is several
 times faster than callgrind's): the child switches instrumentation on only then.
 """
 
@@ -58,10 +63,11 @@ MAX_CALLS = 64  # calls in one window at most (a workload of a few thousand inst
 PID_DIGITS = 7  # of the largest pid Linux gives (pid_max at most 2**22)
 PARKING = 60.0  # seconds: the switch interval while the main thread parks (in_fresh_arena)
 THREAD_STACK = 64 << 20  # the counted thread's stack: room for TorchScript's recursion
-# a child's phases, each timed (wall seconds under valgrind): the build, the uninstrumented
-# warm-up, instrumentation switched on and the sizing call, the settling and counted windows
+# a workload's phases, each timed (wall seconds under valgrind): the build, the uninstrumented
+# warm-up, the sizing call (with the switch to instrumentation, for a child's first), the
+# settling and counted windows
 PHASES = ("build", "warm-up", "sizing", "windows")
-MAX_CHILDREN = 4096  # workloads one count forks at most (the family has 78)
+MAX_CHILDREN = 4096  # children one count forks at most (the family's 78 workloads make 37)
 CLOSE_WARM_UP = 16  # pipes the parent closes before it forks (_warm_close_each)
 
 
@@ -334,7 +340,7 @@ def _warm_close_each() -> None:
     _close_each(spare, len(spare))
 
 
-def main(stage_dir: str, workloads: str, jobs: str) -> int:
+def main(stage_dir: str, children: str, jobs: str) -> int:
     """Fork every child at once, each waiting on a pipe of its own for its turn, then let
     ``jobs`` run at a time, in order. Forked before any of them is reaped, a child's state is
     the same whichever finished first (a reap between forks, with its objects, made the
@@ -342,9 +348,9 @@ def main(stage_dir: str, workloads: str, jobs: str) -> int:
     between forks lives in arrays of a fixed size, allocated before the first: a list and a
     dict that grew with each fork gave the k-th child k more objects, and a workload's count
     followed its place in the selection (docs/instructions.md, "Determinism")."""
-    stage, count, at_once = Path(stage_dir), int(workloads), int(jobs)
+    stage, count, at_once = Path(stage_dir), int(children), int(jobs)
     if count > MAX_CHILDREN:
-        print(f"{count} workloads: at most {MAX_CHILDREN} a count", file=sys.stderr)
+        print(f"{count} children: at most {MAX_CHILDREN} a count", file=sys.stderr)
         return 2
     starts = array.array("i", bytes(4 * MAX_CHILDREN))  # the write end of each child's pipe
     pids = array.array("i", bytes(4 * MAX_CHILDREN))
