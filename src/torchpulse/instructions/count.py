@@ -2,13 +2,15 @@
 
 ``count`` starts the worker (``worker.BOOTSTRAP``) under callgrind in a normalised process
 (normalised.py; importing torch under valgrind costs 12 s: once per commit, not once per
-workload), which counts each workload in a child of its own, every core busy, in windows of
-calls. Each workload gets the median window's instructions per call with the functions of
+workload), which counts each group of workloads (family.groups: a runner's or model's, at
+most four, the same whatever is asked) in a child of its own, every core busy, in windows of
+calls; the workloads asked for are returned, their groups' others counted and kept for reuse
+too. Each workload gets the median window's instructions per call with the functions of
 that window. The counted process is single-threaded, with a fixed hash seed, a malloc whose
 costs do not depend on addresses (allocator.py), the same address-space layout, working
 directory, environment and path lengths every time (docs/instructions.md, "Determinism").
-With a folder to reuse counts from (reuse.py), a workload whose counted process would be made
-of the same files and folders as an earlier count's takes that count's figure.
+With a folder to reuse counts from (reuse.py), a group whose counted process would be made of
+the same files and folders as an earlier count's takes that count's figures.
 """
 
 from __future__ import annotations
@@ -244,11 +246,12 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
           window: int = WINDOW, processes: int | None = None, timeout: float | None = None,
           log=None, reuse_in: Path | None = None
           ) -> tuple[dict[str, Counted], dict[str, str]]:
-    """Count every workload under one callgrind process, ``processes`` children at a time
-    (``jobs()`` by default): ({name: Counted}, {name: error} for the workloads that failed
-    on their own). CountingError when the process fails as a whole. With ``reuse_in`` (a
-    folder, reuse.directory()), a workload counted before from the same inputs takes that
-    figure (``Counted.reused``) and what is counted is stored there."""
+    """Count every workload under one callgrind process, with the rest of its group
+    (family.groups), ``processes`` children at a time (``jobs()`` by default):
+    ({name: Counted}, {name: error} for the workloads asked for that failed on their own).
+    CountingError when the process fails as a whole. With ``reuse_in`` (a folder,
+    reuse.directory()), a group counted before from the same inputs takes those figures
+    (``Counted.reused``), and what is counted, the groups' others too, is stored there."""
     valgrind()  # before the libraries are built (and cached) for nothing
     malloc = allocator.library()
     if malloc is None:
