@@ -29,12 +29,14 @@ from pathlib import Path
 import pytest
 
 from torchpulse import sizes
+from torchpulse.autograd import choices as autograd_choices
 from torchpulse.cli import main
 from torchpulse.culprit.bisect import bisect
 from torchpulse.culprit.runs import Run
 from torchpulse.evaluation import project as evaluation_project
+from torchpulse.fastrnns import choices as fastrnns_choices
 from torchpulse.files import write_json_atomically
-from torchpulse.instructions import count, profiles, worker
+from torchpulse.instructions import count, family, profiles, worker
 from torchpulse.results import asv_results
 
 pytestmark = [pytest.mark.slow,
@@ -149,10 +151,15 @@ counted, failed = count.count(json.loads(sys.argv[1]), sizes.INSTRUCTIONS,
 print(json.dumps({"from": torchpulse.__file__, "failed": sorted(failed), "counted": {
     name: [c.instructions, c.counts, c.functions, c.seconds] for name, c in counted.items()}}))
 """
-# besides the step's two, for the determinism test: the smallest workload, an
-# allocation-heavy autograd one, and one this torchpulse lacks
-OTHERS = ["rnns/cudnn/forward", "autograd/ppl_simple_reg/vjp"]
+# besides the step's two, for the determinism test: the smallest workload, and one this
+# torchpulse lacks. A count counts each workload with the rest of its group (family.groups),
+# so the determinism test asks for whole groups and compares all of them: the two LSTMs'
+# forwards and backwards, and the robust regression's vjp, jvp, vhp and hvp (allocation-heavy
+# autograd, each counted after the others of its group)
+OTHERS = ["rnns/cudnn/forward"]
 MISSING = "rnns/nope/forward"
+GROUPS = [name for group in family.groups(family.workloads(fastrnns_choices, autograd_choices),
+                                          [WORKLOAD, AUTOGRAD, *OTHERS]) for name in group]
 
 
 def _count(workloads, pythonpath=None, *, cwd=None, env=None, reuse_in=None):
@@ -194,7 +201,7 @@ def counted(tmp_path_factory):
     changed, clone = _changed_package(root), _clone(root)
     elsewhere = root / "elsewhere"
     elsewhere.mkdir()
-    every = [WORKLOAD, AUTOGRAD, *OTHERS, MISSING]
+    every = [*GROUPS, MISSING]
     with concurrent.futures.ThreadPoolExecutor(3) as pool:  # a count does not mind the load
         here = pool.submit(_count, every, reuse_in=root / "runs")
         # in another order: a child counts a group (family.groups) whatever else is asked
@@ -331,7 +338,7 @@ def test_two_clones_count_the_same_whatever_their_paths_environments_and_load(co
     _, _, here, there, _ = counted
     assert there["from"].startswith(str(counted[0])) and "clone" in there["from"]
     assert here["failed"] == there["failed"] == [MISSING]
-    assert set(here["counted"]) == set(there["counted"]) == {WORKLOAD, AUTOGRAD, *OTHERS}
+    assert set(here["counted"]) == set(there["counted"]) == set(GROUPS)
     for name, mine in here["counted"].items():
         assert mine.instructions > 100_000 and len(mine.counts) == count.WINDOWS
         assert list(mine.seconds) == list(worker.PHASES)  # where its time went
