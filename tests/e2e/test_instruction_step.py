@@ -155,7 +155,7 @@ print(json.dumps({"from": torchpulse.__file__, "failed": sorted(failed), "counte
 # torchpulse lacks. A count counts each workload with the rest of its group (family.groups),
 # so the determinism test asks for whole groups and compares all of them: the two LSTMs'
 # forwards and backwards, and the robust regression's vjp, jvp, vhp and hvp (allocation-heavy
-# autograd, each counted after the others of its group)
+# autograd, each counted after those before it in its group)
 OTHERS = ["rnns/cudnn/forward"]
 MISSING = "rnns/nope/forward"
 GROUPS = [name for group in family.groups(family.workloads(fastrnns_choices, autograd_choices),
