@@ -356,6 +356,28 @@ def test_an_exactly_constant_series_is_ok_at_the_noise_floor(value):
     assert analyse(stepped, noise_floor=0.05).change_points == ()  # the user's floor
 
 
+# ResNet-18's backward, counted at 22 commits that change nothing it runs
+# (experiments/instructions/null_history.sh, 2026-11-29): it creeps by 480 instructions
+CREEPING_COUNT = [15929999, 15930017, 15930017, 15930142, 15930142, 15930167, 15930167,
+                  15930168, 15930168, 15930168, 15930168, 15930141, 15930141, 15930467,
+                  15930467, 15930541, 15930541, 15930479, 15930479, 15930479, 15930479,
+                  15930479]
+
+
+def test_a_count_creeping_far_under_the_floor_keeps_the_floor_and_its_one_percent_steps():
+    """A creep of 0.003 % leaves residuals correlated like a wander's: their spread is
+    widened for it, then floored. The floor itself is no wander to widen (widened, it read
+    0.38 %, the series unstable at the 1 % count threshold, and a +1 % step held by the
+    newest three commits was not alerted)."""
+    points = [Point(f"c{i}", float(v)) for i, v in enumerate(CREEPING_COUNT)]
+    verdict = analyse(points, threshold=0.01)
+    assert verdict.change_points == () and verdict.active == ()
+    assert verdict.noise.cv == pytest.approx(0.001) and not verdict.noise.unstable
+    stepped = points + [Point(f"s{i}", CREEPING_COUNT[-1] * 1.01) for i in range(3)]
+    verdict = analyse(stepped, threshold=0.01)
+    assert [r.index for r in verdict.active] == [len(points)]
+
+
 def test_a_timer_that_rounds_to_a_coarse_tick_has_no_change_point():
     rng = np.random.default_rng(3)
     points = []
