@@ -300,3 +300,46 @@ def test_a_cache_that_cannot_be_written_costs_the_reuse_not_the_counts(tmp_path,
                                   reuse_in=tmp_path, log=logged.append)
     assert list(counted) == ["rnns/py/forward", "rnns/cudnn/forward"] and failed == {}
     assert logged == ["counts not kept for reuse: [Errno 28] No space left on device"]
+
+
+def test_a_source_edited_while_it_is_counted_is_kept_as_it_was_counted(tmp_path,
+                                                                        monkeypatch):
+    """The stage counts a copy of the sources. A source edited during the count is stored
+    under the digest of the copy, so the edit is counted when next asked for (stored under
+    the edited file's digest, the old figures were taken for the edit), and the version
+    that was counted is reused."""
+    package = tmp_path / "src" / "torchpulse"
+    package.mkdir(parents=True)
+    module = package / "workloads.py"
+    module.write_text("counted = 1\n")
+    monkeypatch.setattr(normalised, "PACKAGE", package)
+    monkeypatch.setattr(count, "_check_preload", lambda stage, built: None)
+    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
+    monkeypatch.setattr(count.client, "helper", lambda: None)
+    started = []
+
+    def staged(stage, groups, specs, tables, processes, timeout, log, inputs):
+        copy = next(stage.root / seen for seen, original in stage.origins.items()
+                    if original == package)
+        assert (copy / "workloads.py").read_text() == module.read_text()
+        inputs.setdefault("files", set()).add(str(copy / "workloads.py"))
+        inputs.setdefault("folders", set()).add(str(copy))
+        if not started:
+            module.write_text("counted = 2  # edited while the count runs\n")
+        started.append(groups)
+        names = [name for group in groups for name in group]
+        return {n: count.Counted(n, 7, [7, 7, 7], {"f": 7}) for n in names}, {}
+
+    monkeypatch.setattr(count, "_count_staged", staged)
+    runs = tmp_path / "runs"
+
+    def counted_again() -> bool:
+        done, _ = count.count(["rnns/py/forward"], sizes.INSTRUCTIONS, reuse_in=runs)
+        return not done["rnns/py/forward"].reused
+
+    assert counted_again()
+    assert counted_again() and len(started) == 2  # the edit: not what was counted first
+    module.write_text("counted = 1\n")
+    assert not counted_again()  # what the first count counted
+    module.write_text("counted = 2  # edited while the count runs\n")
+    assert not counted_again()  # the edit, counted by the second

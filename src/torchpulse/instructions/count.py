@@ -23,7 +23,7 @@ import signal
 import statistics
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -327,7 +327,9 @@ class _Past:
         reuse (it is said), never the counts."""
         if self.folder is None or self.inputs is None or self.inputs.get("unknown"):
             return
-        files = {str(p) for p in map(self.stage.origin, self.inputs.get("files", ())) if p}
+        files = _as_counted(self.stage, self.inputs.get("files", ()))
+        # the originals' listings (their sources, as the stage copied them): the copy's
+        # own would also hold the byte-code its later imports wrote there
         folders = {str(p) for p in map(self.stage.origin, self.inputs.get("folders", ())) if p}
         try:
             reuse.store(self.folder, self.context,
@@ -338,6 +340,19 @@ class _Past:
         except OSError as exc:
             if log is not None:
                 log(f"counts not kept for reuse: {exc}")
+
+
+def _as_counted(stage: normalised.Stage, seen: Iterable[str]) -> dict[str, str]:
+    """{original: the path to read it by} for the paths the counted process saw (the
+    stage's own files left out): a source the stage copied is read as copied, since that
+    copy is what was counted, and its original may have been edited since (stored under
+    the edited file's digest, a count would have been taken for that edit)."""
+    read = {}
+    for path in seen:
+        original = stage.origin(path)
+        if original is not None:
+            read[str(original)] = path
+    return read
 
 
 def _count_staged(stage: normalised.Stage, groups: list[list[str]], specs: dict[str, dict],
