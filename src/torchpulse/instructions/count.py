@@ -330,7 +330,7 @@ class _Past:
         files = _as_counted(self.stage, self.inputs.get("files", ()))
         # the originals' listings (their sources, as the stage copied them): the copy's
         # own would also hold the byte-code its later imports wrote there
-        folders = {str(p) for p in map(self.stage.origin, self.inputs.get("folders", ())) if p}
+        folders = list(_as_counted(self.stage, self.inputs.get("folders", ())))
         try:
             reuse.store(self.folder, self.context,
                         {name: {"settings": self.settings[name], "instructions": c.instructions,
@@ -344,14 +344,16 @@ class _Past:
 
 def _as_counted(stage: normalised.Stage, seen: Iterable[str]) -> dict[str, str]:
     """{original: the path to read it by} for the paths the counted process saw (the
-    stage's own files left out): a source the stage copied is read as copied, since that
-    copy is what was counted, and its original may have been edited since (stored under
-    the edited file's digest, a count would have been taken for that edit)."""
+    stage's own files left out): torchpulse's sources as the stage copied them, since that
+    copy is what was counted, and an original may have been edited since (stored under the
+    edited file's digest, a count would have been taken for that edit); anything else where
+    it lies, as the lookup read it (its digests are taken once)."""
     read = {}
     for path in seen:
         original = stage.origin(path)
         if original is not None:
-            read[str(original)] = path
+            copied = original.is_relative_to(normalised.PACKAGE)
+            read[str(original)] = path if copied else str(original)
     return read
 
 
