@@ -34,7 +34,8 @@ def made_of(tmp_path):
 
 
 def _inputs(folder: Path) -> dict:
-    return reuse.Digests().of([str(folder / "lib.so"), str(folder / "mod.py")], [str(folder)])
+    files = [str(folder / "lib.so"), str(folder / "mod.py")]
+    return reuse.Digests().of({p: p for p in files}, [str(folder)])
 
 
 def test_a_stored_count_is_found_while_every_file_and_folder_it_was_made_of_is_the_same(
@@ -215,7 +216,7 @@ def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypat
               "rnns/aten/forward": 503_739}  # aten's backward, in its group, is not
     reuse.store(runs, ctx, {name: _figures(figure, reuse.settings(spec(name)))
                             for name, figure in stored.items()},
-                reuse.Digests().of([count.__file__], []))
+                reuse.Digests().of({count.__file__: count.__file__}, []))
     logged = []
     counted, failed = count.count(["rnns/cudnn/forward", "rnns/py/forward",
                                    "rnns/aten/forward"], sizes.INSTRUCTIONS, reuse_in=runs,

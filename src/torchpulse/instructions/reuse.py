@@ -90,13 +90,12 @@ class Digests:
             self._seen[key] = hashlib.sha256("\0".join(names).encode()).hexdigest()
         return self._seen[key]
 
-    def of(self, files: Iterable[str] | Mapping[str, str],
-           folders: Iterable[str]) -> dict[str, dict[str, str]]:
-        """The digests of ``files`` (each read by the path a mapping gives it: a copy of it,
-        what was counted) and ``folders``, but for valgrind's own per-process files (its
-        gdbserver's shared memory), which no later process finds."""
-        read = dict(files) if isinstance(files, Mapping) else {p: p for p in files}
-        return {"files": {p: self.file(read[p]) for p in sorted(read)
+    def of(self, files: Mapping[str, str], folders: Iterable[str]
+           ) -> dict[str, dict[str, str]]:
+        """The digests of ``files`` ({path: the path to read it by, such as the stage's copy
+        of it, what was counted}) and ``folders``, but for valgrind's own per-process files
+        (its gdbserver's shared memory), which no later process finds."""
+        return {"files": {p: self.file(files[p]) for p in sorted(files)
                           if not Path(p).name.startswith(EPHEMERAL)},
                 "folders": {p: self.folder(p) for p in sorted(set(folders))}}
 
