@@ -245,6 +245,7 @@ def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
     monkeypatch.setattr(count, "_run", fake_run)
     monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/valgrind")
     monkeypatch.setattr(count.client, "helper", lambda: None)
+    monkeypatch.setattr(count, "compile_imports", lambda stage, log=None: None)
     every = family.workloads(fastrnns, autograd)
     _, failed = count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
     assert failed == {"rnns/cudnn/forward": "its counting process died before it wrote its "
@@ -305,7 +306,7 @@ def test_each_childs_files_are_read_when_it_finishes_not_after_the_last(monkeypa
     monkeypatch.setattr(count, "_run", fake_run)
     monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/valgrind")
     monkeypatch.setattr(count.client, "helper", lambda: None)
-    monkeypatch.setattr(count, "_check_preload", lambda *args: None)
+    monkeypatch.setattr(count, "_prepare", lambda *args: None)
     counted, failed = count.count(names, sizes.INSTRUCTIONS, log=lines.append)
     assert staged == [["rnns/cudnn/forward", "rnns/cudnn/backward"],
                       ["rnns/py/forward", "rnns/py/backward"],
@@ -416,3 +417,73 @@ def test_every_child_starts_from_the_same_state_whatever_its_index(tmp_path):
     assert "JUMP_BACKWARD_QUICK" in code  # quickened before the first child: the loop ran
     # every child was reaped and said
     assert sorted(done.stderr.splitlines()) == sorted(f"counted {i}" for i in range(12))
+
+
+def test_inside_the_counted_process_realpath_stops_at_the_stages_links(tmp_path,
+                                                                       monkeypatch):
+    """inspect.getmodule keeps the resolved path of every module it meets: resolved through
+    the stage's links they carried the environment's own location, and its length moved
+    counts between two clones' asv environments."""
+    import posixpath
+
+    from torchpulse.instructions import stage_paths
+
+    monkeypatch.setattr(posixpath, "realpath", posixpath.realpath)  # restored afterwards
+    environment = tmp_path / "a" / "much" / "longer" / "environment" / "site-packages"
+    (environment / "torch").mkdir(parents=True)
+    (environment / "torch" / "nn.py").write_text("")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (environment / "torch" / "linked").symlink_to(elsewhere)
+    links = tmp_path / "stage" / normalised.LINKS
+    links.mkdir(parents=True)
+    (links / "01").symlink_to(environment)
+    stage_paths.stop_at_links(str(links))
+    assert os.path.realpath(links / "01" / "torch" / "nn.py") == f"{links}/01/torch/nn.py"
+    assert os.path.realpath(f"{links}/01/torch/./nn.py") == f"{links}/01/torch/nn.py"
+    # a link below the stage's, or a way up out of it: resolved whole, as before
+    assert os.path.realpath(f"{links}/01/torch/linked") == str(elsewhere)
+    assert os.path.realpath(f"{links}/01/../01/torch") == \
+        str(environment.parent / "01" / "torch")
+    assert os.path.realpath(str(environment)) == str(environment)  # outside: unchanged
+    assert os.path.realpath(b"/usr/../usr") == b"/usr"
+    with pytest.raises(FileNotFoundError):
+        os.path.realpath(f"{links}/01/torch/gone.py", strict=True)
+    assert os.path.realpath(f"{links}/01/torch/gone.py") == f"{links}/01/torch/gone.py"
+    # the counted process installs it for the stage's links folder, before torch
+    assert f'stop_at_links(sys.argv[1] + "/{normalised.LINKS}")' in worker.BOOTSTRAP
+    assert worker.BOOTSTRAP.index("stop_at_links") < worker.BOOTSTRAP.index("import torch,")
+
+
+def test_the_counted_process_reads_byte_code_compiled_from_the_stages_paths(tmp_path,
+                                                                            monkeypatch):
+    """The environment's __pycache__ files hold the paths they were compiled at (two asv
+    environments at different paths counted up to 0.63 % apart for that alone): the
+    counted process reads byte-code the stage compiled from its own paths, in the stage."""
+    import marshal
+
+    monkeypatch.setattr(normalised, "FIXED_TMP", str(tmp_path))
+    with normalised.stage(count.ENVIRONMENT) as stage:
+        (stage.root / "prewarm.json").write_text(json.dumps(
+            {"tables": sizes.INSTRUCTIONS, "helper": None}))
+        cache = Path(stage.environ["PYTHONPYCACHEPREFIX"])
+        assert cache == stage.root / normalised.CACHE
+        assert stage.environ["PYTHONDONTWRITEBYTECODE"] == "1"  # the counted process writes none
+        logged = []
+        count.compile_imports(stage, logged.append)
+        compiled = list(cache.rglob("*.pyc"))
+        torch_init = [p for p in compiled if p.parent.name == "torch"
+                      and p.name.startswith("__init__.")]
+        assert len(torch_init) == 1 and len(compiled) > 500
+        code = marshal.loads(torch_init[0].read_bytes()[16:])
+        assert code.co_filename.startswith(f"{stage.root}/{normalised.LINKS}/0")
+        # the warm-up's builds were compiled too: the LSTM models and the ResNets
+        assert any(p.name.startswith("resnet.") for p in compiled)
+        assert not any(str(normalised.PACKAGE) in p.read_bytes().decode("latin-1")
+                       for p in compiled if "torchpulse" in p.parts)
+        assert logged == ["compiled the counted process's imports into its stage"]
+        # what cannot be imported fails the count in one line
+        monkeypatch.setattr(count.worker, "COMPILE", "import not_a_module_anywhere")
+        with pytest.raises(count.CountingError, match="cannot import what it counts: "
+                           "ModuleNotFoundError"):
+            count.compile_imports(stage)

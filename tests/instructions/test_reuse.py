@@ -1,7 +1,8 @@
 """Counts reused only where nothing they were made of changed: the digests of files and
 folders, the context, the stored runs (all or nothing, the newest kept, anything foreign
-skipped), the stage's paths taken back to their originals, and count() counting only what
-it cannot reuse."""
+skipped), files named by their place in the stage and read through the stage about to
+count (never in the environment that stored a run), and count() counting only what it
+cannot reuse."""
 
 import json
 import os
@@ -35,7 +36,7 @@ def made_of(tmp_path):
 
 def _inputs(folder: Path) -> dict:
     files = [str(folder / "lib.so"), str(folder / "mod.py")]
-    return reuse.Digests().of({p: p for p in files}, [str(folder)])
+    return reuse.Digests().of(files, [str(folder)])
 
 
 def test_a_stored_count_is_found_while_every_file_and_folder_it_was_made_of_is_the_same(
@@ -109,18 +110,16 @@ def test_a_stored_figure_of_the_wrong_type_is_never_taken(tmp_path, made_of, fie
     assert reuse.lookup(runs, "ctx", {"rnns/py/forward": "s2"}, reuse.Digests()) == {}
 
 
-def test_a_folder_copied_into_the_stage_is_listed_as_its_copy(tmp_path):
-    package = tmp_path / "torchpulse"
-    (package / "__pycache__").mkdir(parents=True)
-    (package / "a.py").write_text("")
-    before = reuse.Digests(copied=tmp_path).folder(str(package))
-    # what the stage does not copy changes nothing; a new source does
-    (package / "a.cpython-311.pyc").write_bytes(b"")
-    (package / "__pycache__" / "b.pyc").write_bytes(b"")
-    assert reuse.Digests(copied=tmp_path).folder(str(package)) == before
-    assert reuse.Digests().folder(str(package)) != before
-    (package / "b.py").write_text("")
-    assert reuse.Digests(copied=tmp_path).folder(str(package)) != before
+def test_a_place_in_a_stage_is_read_in_the_stage_at_hand_and_in_none_without_one(tmp_path,
+                                                                                 monkeypatch):
+    monkeypatch.setattr(normalised, "FIXED_TMP", str(tmp_path))
+    with normalised.stage({}) as stage:
+        key = stage.key(f"{stage.root}/p/00/torchpulse/workloads.py")
+        assert key == "<stage>/p/00/torchpulse/workloads.py"
+        digest = reuse.Digests(stage).file(key)
+        assert digest == reuse.Digests().file(str(normalised.PACKAGE / "workloads.py"))
+        assert reuse.Digests(stage).folder("<stage>/p/00/torchpulse") != "absent"
+    assert reuse.Digests().file(key) == "absent"  # no stage: never taken for the same
     assert reuse.Digests().folder(str(tmp_path / "gone")) == "absent"
 
 
@@ -145,24 +144,98 @@ def test_the_context_is_the_same_from_any_stage_and_moves_with_the_command_and_c
     assert context(Path("/tmp/tpc-00000000")) != first
 
 
-def test_the_stage_takes_its_copies_and_links_back_to_what_they_stand_for(tmp_path,
-                                                                          monkeypatch):
+def test_the_stage_names_its_copies_and_links_and_what_lies_behind_them_alike(tmp_path,
+                                                                             monkeypatch):
+    """A module imported through a link and a library mapped by its resolved path get the
+    same name, the place in the stage; the stage's own files get none; the rest is
+    itself."""
     monkeypatch.setattr(normalised, "FIXED_TMP", str(tmp_path))
     malloc = tmp_path / "cache" / "malloc-1.so"
     malloc.parent.mkdir()
     malloc.write_bytes(b"so")
     with normalised.stage({}, preload=malloc) as stage:
         root = str(stage.root)
-        assert stage.origin(f"{root}/p/00/torchpulse/workloads.py") == \
-            normalised.PACKAGE / "workloads.py"
-        assert stage.origin(f"{root}/p/malloc.so") == malloc
         first_root = normalised.import_roots()[0]
-        assert stage.origin(f"{root}/p/01/torch/__init__.py") == first_root / "torch/__init__.py"
-        assert stage.origin("/usr/lib/libc.so.6") == Path("/usr/lib/libc.so.6")
+        assert stage.key(f"{root}/p/00/torchpulse/workloads.py") == \
+            "<stage>/p/00/torchpulse/workloads.py"
+        assert stage.key(f"{root}/p/malloc.so") == stage.key(str(malloc)) == "<stage>/p/malloc.so"
+        assert stage.key(f"{root}/p/01/torch/__init__.py") == \
+            stage.key(str(first_root / "torch/__init__.py")) == "<stage>/p/01/torch/__init__.py"
+        assert stage.path("<stage>/p/01/torch/__init__.py") == \
+            stage.root / "p/01/torch/__init__.py"
+        assert stage.key("/usr/lib/libc.so.6") == "/usr/lib/libc.so.6"
+        assert stage.path("/usr/lib/libc.so.6") == Path("/usr/lib/libc.so.6")
         for own in (root, f"{root}/in/000000.json", f"{root}/p/00"):
-            assert stage.origin(own) is None
+            assert stage.key(own) is None
         # a path beside the stage that only starts like it is not inside it
-        assert stage.origin(f"{root}0/x") == Path(f"{root}0/x")
+        assert stage.key(f"{root}0/x") == f"{root}0/x"
+        # nor a path beside an import root that only starts like it
+        assert stage.key(f"{first_root}-other/x.py") == f"{first_root}-other/x.py"
+
+
+def _environment(where: Path, version: int) -> Path:
+    """A site-packages folder with one small package (``plugin``, a module and a library
+    the process would map) at ``version``."""
+    site = where / "lib" / "python3" / "site-packages"
+    (site / "plugin").mkdir(parents=True)
+    (site / "plugin" / "__init__.py").write_text(f"VERSION = {version}\n")
+    (site / "plugin" / "native.so").write_bytes(b"\x7fELF" + bytes([version]) * 64)
+    (site / f"plugin-{version}.0.dist-info").mkdir()
+    return site
+
+
+def test_a_count_from_one_environment_is_never_taken_by_another_but_by_itself_moved(
+        tmp_path, monkeypatch):
+    """Two environments with the same base interpreter and different versions of a
+    package the counted process imports: neither takes the other's figures (the stored run
+    names the places in the stage, and the lookup reads them in the environment about to be
+    counted; it used to check the storing environment's files and hand its counts over).
+    The same environment at another path reads the same bytes at the same places: reused.
+    Counted process faked: it reports the package's module through the stage's link and
+    the library by its resolved path, as worker.inputs does."""
+    monkeypatch.setattr(normalised, "FIXED_TMP", str(tmp_path))
+    monkeypatch.setattr(count, "_prepare", lambda stage, built, log=None: None)
+    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
+    monkeypatch.setattr(count.client, "helper", lambda: None)
+    roots: list[Path] = []
+    monkeypatch.setattr(normalised, "import_roots", lambda: list(roots))
+    counted_in: list[str] = []
+
+    def staged(stage, groups, specs, tables, processes, timeout, log, inputs, malloc):
+        site = stage.root / "p" / "01"
+        resolved = (site / "plugin").resolve()
+        counted_in.append(str(resolved.parent))
+        inputs.setdefault("files", set()).update(
+            {str(site / "plugin" / "__init__.py"), str(resolved / "native.so")})
+        inputs.setdefault("folders", set()).update({str(site), str(site / "plugin")})
+        version = int((site / "plugin" / "__init__.py").read_text().split("=")[1])
+        names = [name for group in groups for name in group]
+        return {n: count.Counted(n, 1000 * version, [1000 * version] * 3) for n in names}, {}
+
+    monkeypatch.setattr(count, "_count_staged", staged)
+    runs = tmp_path / "runs"
+
+    def figure(site: Path) -> tuple[int, bool]:
+        roots[:] = [site.resolve()]
+        done, _ = count.count(["rnns/py/forward"], sizes.INSTRUCTIONS, reuse_in=runs)
+        return done["rnns/py/forward"].instructions, done["rnns/py/forward"].reused
+
+    one = _environment(tmp_path / "venv-one", 1)
+    two = _environment(tmp_path / "venv-two", 2)
+    assert figure(one) == (1000, False)
+    assert figure(two) == (2000, False)  # not 1000, reused from the other environment
+    assert figure(one) == (1000, True) and figure(two) == (2000, True)
+    moved = tmp_path / "elsewhere" / "venv-one-moved"
+    moved.parent.mkdir()
+    (tmp_path / "venv-one").rename(moved)
+    assert figure(moved / "lib" / "python3" / "site-packages") == (1000, True)
+    assert len(counted_in) == 2
+    # a byte of the library or a new package beside it: counted again
+    native = moved / "lib" / "python3" / "site-packages" / "plugin" / "native.so"
+    native.write_bytes(native.read_bytes() + b"\0")
+    assert figure(moved / "lib" / "python3" / "site-packages") == (1000, False)
+    (two / "tqdm").mkdir()
+    assert figure(two) == (2000, False)
 
 
 def test_what_a_process_is_made_of_names_its_modules_libraries_and_import_folders():
@@ -201,7 +274,7 @@ def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypat
         return 0, ""
 
     monkeypatch.setattr(count, "_run", fake_run)
-    monkeypatch.setattr(count, "_check_preload", lambda stage, built: None)
+    monkeypatch.setattr(count, "_prepare", lambda stage, built, log=None: None)
     monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
     monkeypatch.setattr(count.client, "helper", lambda: None)
     # what an earlier count of rnns/py/forward stored, from this stage's context
@@ -216,7 +289,7 @@ def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypat
               "rnns/aten/forward": 503_739}  # aten's backward, in its group, is not
     reuse.store(runs, ctx, {name: _figures(figure, reuse.settings(spec(name)))
                             for name, figure in stored.items()},
-                reuse.Digests().of({count.__file__: count.__file__}, []))
+                reuse.Digests().of([count.__file__], []))
     logged = []
     counted, failed = count.count(["rnns/cudnn/forward", "rnns/py/forward",
                                    "rnns/aten/forward"], sizes.INSTRUCTIONS, reuse_in=runs,
@@ -267,11 +340,11 @@ def test_a_stored_run_that_is_a_link_to_a_device_or_a_fifo_is_skipped_unread(tmp
 def _counted_by(monkeypatch, made_of: dict):
     """count() with the counted process replaced: rnns/py/forward counted, its child made of
     ``made_of`` (worker.inputs)."""
-    monkeypatch.setattr(count, "_check_preload", lambda stage, built: None)
+    monkeypatch.setattr(count, "_prepare", lambda stage, built, log=None: None)
     monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
     monkeypatch.setattr(count.client, "helper", lambda: None)
 
-    def staged(stage, groups, specs, tables, processes, timeout, log, inputs):
+    def staged(stage, groups, specs, tables, processes, timeout, log, inputs, malloc):
         names = [name for group in groups for name in group]
         for kind, paths in (made_of or {"unknown": names}).items():
             inputs.setdefault(kind, set()).update(paths)
@@ -314,12 +387,12 @@ def test_a_source_edited_while_it_is_counted_is_kept_as_it_was_counted(tmp_path,
     module = package / "workloads.py"
     module.write_text("counted = 1\n")
     monkeypatch.setattr(normalised, "PACKAGE", package)
-    monkeypatch.setattr(count, "_check_preload", lambda stage, built: None)
+    monkeypatch.setattr(count, "_prepare", lambda stage, built, log=None: None)
     monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
     monkeypatch.setattr(count.client, "helper", lambda: None)
     started = []
 
-    def staged(stage, groups, specs, tables, processes, timeout, log, inputs):
+    def staged(stage, groups, specs, tables, processes, timeout, log, inputs, malloc):
         copy = next(stage.root / seen for seen, original in stage.origins.items()
                     if original == package)
         assert (copy / "workloads.py").read_text() == module.read_text()

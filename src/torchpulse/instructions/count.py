@@ -164,6 +164,12 @@ PRELOAD_CHECK = ("import os, sys; sys.exit(0 if os.path.realpath(os.environ['LD_
                  "open('/proc/self/maps').read() else 3)")
 
 
+def _prepare(stage: normalised.Stage, built: Path, log=None) -> None:
+    """Before the counted process, natively: its malloc loads, its imports are compiled."""
+    _check_preload(stage, built)
+    compile_imports(stage, log)
+
+
 def _check_preload(stage: normalised.Stage, built: Path) -> None:
     """CountingError unless a process started as the counted one loads torchpulse's
     malloc: the dynamic loader only warns when it cannot (a /tmp mounted noexec, a broken
@@ -175,6 +181,23 @@ def _check_preload(stage: normalised.Stage, built: Path) -> None:
         raise CountingError(f"the counted process cannot load torchpulse's malloc (built at "
                             f"{built}; remove it to build it again) from "
                             f"{stage.environ.get('LD_PRELOAD')}: {why}")
+
+
+def compile_imports(stage: normalised.Stage, log=None) -> None:
+    """Compile what the counted process imports before it forks into the stage's byte-code
+    cache (normalised.CACHE), by importing it and running the parent's warm-up natively
+    from the stage's paths (about 6 s on 2 cores; worker.COMPILE): the counted process then
+    reads byte-code that holds the stage's paths, the same whatever environment it comes
+    from, and compiles under valgrind only what a workload's build alone imports.
+    CountingError where those imports fail."""
+    environ = {k: v for k, v in stage.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run([*stage.python, "-c", worker.COMPILE, str(stage.root)], env=environ,
+                          cwd=stage.root, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise CountingError(f"the counted process cannot import what it counts: {why}")
+    if log is not None:
+        log("compiled the counted process's imports into its stage")
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -267,9 +290,8 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
         groups = past.keep_whole(every, log)
         counted, failed = {}, {}
         if groups:
-            _check_preload(stage, malloc)
             counted, failed = _count_staged(stage, groups, specs, tables, processes, timeout,
-                                            log, past.inputs)
+                                            log, past.inputs, malloc)
             past.store(counted, log)
         got = {**past.reused, **counted}
         return ({name: got[name] for name in workloads if name in got},
@@ -300,7 +322,7 @@ class _Past:
         if folder is None:
             return
         self.inputs = {}
-        self.digests = reuse.Digests(normalised.PACKAGE)
+        self.digests = reuse.Digests(stage)
         cmd = command(stage, 0, 0, instr_at_start=stage.helper is None)[:-2]
         self.context = reuse.context(cmd, stage.environ, stage.root, Path(__file__).parent)
         self.settings = {name: reuse.settings(spec) for name, spec in specs.items()}
@@ -327,10 +349,8 @@ class _Past:
         reuse (it is said), never the counts."""
         if self.folder is None or self.inputs is None or self.inputs.get("unknown"):
             return
-        files = _as_counted(self.stage, self.inputs.get("files", ()))
-        # the originals' listings (their sources, as the stage copied them): the copy's
-        # own would also hold the byte-code its later imports wrote there
-        folders = list(_as_counted(self.stage, self.inputs.get("folders", ())))
+        files = _keys(self.stage, self.inputs.get("files", ()))
+        folders = _keys(self.stage, self.inputs.get("folders", ()))
         try:
             reuse.store(self.folder, self.context,
                         {name: {"settings": self.settings[name], "instructions": c.instructions,
@@ -342,24 +362,17 @@ class _Past:
                 log(f"counts not kept for reuse: {exc}")
 
 
-def _as_counted(stage: normalised.Stage, seen: Iterable[str]) -> dict[str, str]:
-    """{original: the path to read it by} for the paths the counted process saw (the
-    stage's own files left out): torchpulse's sources as the stage copied them, since that
-    copy is what was counted, and an original may have been edited since (stored under the
-    edited file's digest, a count would have been taken for that edit); anything else where
-    it lies, as the lookup read it (its digests are taken once)."""
-    read = {}
-    for path in seen:
-        original = stage.origin(path)
-        if original is not None:
-            copied = original.is_relative_to(normalised.PACKAGE)
-            read[str(original)] = path if copied else str(original)
-    return read
+def _keys(stage: normalised.Stage, seen: Iterable[str]) -> list[str]:
+    """The names (``Stage.key``) of the paths the counted process saw, the stage's own files
+    left out. torchpulse's sources are named, and read, as the stage copied them: that copy
+    is what was counted, and the original may have been edited since (stored under the
+    edited file's digest, a count would have been taken for that edit)."""
+    return [key for key in map(stage.key, seen) if key is not None]
 
 
 def _count_staged(stage: normalised.Stage, groups: list[list[str]], specs: dict[str, dict],
                   tables: dict, processes: int | None, timeout: float | None, log,
-                  inputs: dict[str, set[str]] | None
+                  inputs: dict[str, set[str]] | None, malloc: Path
                   ) -> tuple[dict[str, Counted], dict[str, str]]:
     inputs_dir, out = stage.root / "in", stage.root / "out"
     inputs_dir.mkdir()
@@ -367,6 +380,7 @@ def _count_staged(stage: normalised.Stage, groups: list[list[str]], specs: dict[
     # the parent's warm-up: the same file whatever the selection (worker.prewarm)
     (stage.root / "prewarm.json").write_text(json.dumps(
         {"tables": tables, "helper": str(stage.helper) if stage.helper else None}))
+    _prepare(stage, malloc, log)
     for index, group in enumerate(groups):  # one file each: nothing shared grows with more
         shared = {key: value for key, value in specs[group[0]].items() if key != "name"}
         (inputs_dir / worker.file_name(index)).write_text(json.dumps({"names": group,

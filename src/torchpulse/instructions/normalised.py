@@ -23,6 +23,10 @@ or asv machine name:
   differ between clones, would otherwise be in its heap), then links to the site-packages,
   then to torch's root if it lies elsewhere;
 - a fixed environment: no variable of the caller's reaches it;
+- byte-code compiled from the stage's own paths, into the stage (``CACHE``), never the
+  environment's ``__pycache__`` files, which hold the paths they were compiled at;
+- ``os.path.realpath`` that stops at the stage's links (stage_paths.py), so no path of the
+  environment's own location reaches its heap;
 - the shared libraries it loads (the preloaded allocator, callgrind's helper) copied into the
   stage under fixed names (``<stage>/p/malloc.so``, ``helper.so``), not loaded from the cache
   under the caller's ``$HOME``: the loader keeps each path on the heap.
@@ -51,6 +55,11 @@ STAGE_TRIES = 1000
 # In the links' folder, not the stage's root: that is the counted process's working
 # directory, which its import system lists, and one more name there moved counts by up to 2 %
 LINKS = "p"
+# how a stored count names the stage: a place in one stage is the same place in any other
+STAGE_KEY = "<stage>"
+# the counted process's byte-code cache (PYTHONPYCACHEPREFIX), filled by count.compile_imports
+# from the stage's paths: never the environment's __pycache__ files, which hold its own path
+CACHE = f"{LINKS}/c"
 LOCK = f"{LINKS}/.torchpulse-stage"
 # torchpulse's package folder, copied into every stage (``copy_sources``) with these files
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -71,18 +80,32 @@ class Stage:
     # root, to the original (torchpulse's sources, a site-packages, a library)
     origins: Mapping[str, Path] = field(default_factory=dict)
 
-    def origin(self, path: str) -> Path | None:
-        """The original of a path the counted process saw: itself outside the stage, what
-        its copy or link stands for inside, None for the stage's own files (its inputs and
-        outputs, its folders)."""
-        if path == str(self.root):
-            return None
-        if not path.startswith(f"{self.root}/"):
-            return Path(path)
-        inside = path[len(str(self.root)) + 1:]
+    def key(self, path: str) -> str | None:
+        """The name, the same from any stage, of a path the counted process saw: where it
+        lies in a copy or behind a link of the stage (torch's modules are imported through
+        the links, its libraries are named by their resolved paths in the process's
+        mappings), ``<stage>/`` and its place there, so that a later stage resolves it to
+        what *its* process would read (``path``); anything else outside the stage (the base
+        interpreter, the system's libraries), itself; None for the stage's own files."""
+        if path == str(self.root) or path.startswith(f"{self.root}/"):
+            inside = path[len(str(self.root)) + 1:]
+            return f"{STAGE_KEY}/{inside}" if self._copied(inside) is not None else None
+        for copied, original in sorted(self.origins.items(), key=lambda kv: -len(str(kv[1]))):
+            if path == str(original) or path.startswith(f"{original}/"):
+                return f"{STAGE_KEY}/{copied}{path[len(str(original)):]}"
+        return path
+
+    def path(self, key: str) -> Path:
+        """Where this stage's process reads what ``key`` (a name ``key`` gave) names."""
+        if key.startswith(f"{STAGE_KEY}/"):
+            return self.root / key[len(STAGE_KEY) + 1:]
+        return Path(key)
+
+    def _copied(self, inside: str) -> str | None:
+        """The copy or link of the stage (relative to its root) that ``inside`` lies in."""
         for copied in sorted(self.origins, key=len, reverse=True):
             if inside == copied or inside.startswith(f"{copied}/"):
-                return self.origins[copied] / inside[len(copied) + 1:]
+                return copied
         return None
 
 
@@ -126,12 +149,6 @@ def copy_sources(package: Path, target: Path) -> None:
     """``package``'s sources and data files into ``target``: no compiled files, no folder of
     them, nothing but what is tracked in this package (the suffixes below)."""
     shutil.copytree(package, target, ignore=_not_sources)
-
-
-def sources_only(folder: str, names: list[str]) -> list[str]:
-    """Those of ``names`` (a listing of ``folder``) that ``copy_sources`` copies."""
-    left_out = _not_sources(folder, names)
-    return [n for n in names if n not in left_out]
 
 
 def _not_sources(folder: str, names: list[str]) -> set[str]:
@@ -208,7 +225,7 @@ def environment(root: Path, links: list[Path], extra: Mapping[str, str]) -> dict
     ``extra`` (the counting settings), nothing of the caller's."""
     return {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "HOME": str(root),
             "PYTHONPATH": os.pathsep.join(str(link) for link in links),
-            "PYTHONDONTWRITEBYTECODE": "1", **extra}
+            "PYTHONPYCACHEPREFIX": str(root / CACHE), "PYTHONDONTWRITEBYTECODE": "1", **extra}
 
 
 @contextlib.contextmanager

@@ -9,8 +9,15 @@ Each counted child says what it was made of (worker.inputs: the files of its mod
 mappings, the folders its import system listed); a run stores its counts with the digests
 of those files' contents and of those folders' listings, and with a context (the machine's
 processor and kernel, the interpreter, valgrind, torchpulse's counting code, each
-workload's settings). A later count takes a stored figure only where the context and every
-digest are the same now; anything else is counted. What a process reads other than by
+workload's settings). The counted process sees the environment only through its stage's
+links (normalised.py), so a file is named by its place in the stage (``<stage>/p/01/torch/
+...``), not by the environment it lay in: a later count reads each name through its own
+stage, that is in the environment it is about to count, and takes a stored figure only
+where the context and every digest are the same there; anything else is counted. Two
+environments with different files never share a figure (a run of torch 2.13.0's
+environment once handed its counts to torch 2.14.1's, whose process never read those
+files); the same environment moved to another path does, since its process reads the same
+bytes at the same places. What a process reads other than by
 importing or mapping it is not followed: the counted workloads read nothing else but the
 processor's files under /sys (docs/instructions.md, "Reuse"), which the context holds.
 
@@ -35,7 +42,9 @@ from pathlib import Path
 from torchpulse.files import read_regular, write_json_atomically
 from torchpulse.instructions import native, normalised
 
-VERSION = 1  # of the stored runs' format: another is not read
+# of the stored runs' format: another is not read (1 named the files of the environment
+# that stored a run, and handed its figures to another environment: docs/instructions.md)
+VERSION = 2
 KEEP = 8  # runs kept: a machine's recent torch builds and environments
 PATTERN = "run-*.json"
 OURS = re.compile(r"run-\d+-\d+\.json")  # what store() writes
@@ -54,58 +63,62 @@ def directory() -> Path:
 
 
 class Digests:
-    """The sha256 of files' contents and of folders' listings, each computed once."""
+    """The sha256 of files' contents and of folders' listings, each computed once. A path is
+    named as ``normalised.Stage.key`` names it: with a ``stage``, a name under ``<stage>/``
+    is read where *that* stage's process would read it (its copy of torchpulse, its links to
+    the environment being counted), so a stored figure is compared with the files of the
+    process about to run, never with those of the environment that stored it."""
 
-    def __init__(self, copied: Path | None = None) -> None:
-        # a folder under ``copied`` is listed as the stage copies it (sources only)
-        self.copied = copied
+    def __init__(self, stage: normalised.Stage | None = None) -> None:
+        self.stage = stage
         self._seen: dict[str, str] = {}
 
-    def file(self, path: str) -> str:
+    def _where(self, key: str) -> str:
+        if self.stage is not None:
+            return str(self.stage.path(key))
+        if key.startswith(f"{normalised.STAGE_KEY}/"):
+            return ""  # a place in a stage, and no stage to find it in: never the same
+        return key
+
+    def file(self, key: str) -> str:
         """The digest of a regular file's content; of anything else (a device such as
         /dev/zero, which a mapping can name and a read never ends), its kind alone."""
-        key = f"f:{path}"
-        if key not in self._seen:
+        path = self._where(key)
+        cached = f"f:{path}"
+        if cached not in self._seen:
             try:  # opened without waiting: a FIFO is not waited on
                 fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             except OSError:
-                self._seen[key] = "absent"
-                return self._seen[key]
+                self._seen[cached] = "absent"
+                return self._seen[cached]
             with open(fd, "rb") as f:
                 mode = os.fstat(fd).st_mode
-                self._seen[key] = hashlib.file_digest(f, "sha256").hexdigest() \
+                self._seen[cached] = hashlib.file_digest(f, "sha256").hexdigest() \
                     if stat.S_ISREG(mode) else f"not a file ({stat.S_IFMT(mode):o})"
-        return self._seen[key]
+        return self._seen[cached]
 
-    def folder(self, path: str) -> str:
-        key = f"d:{path}"
-        if key not in self._seen:
+    def folder(self, key: str) -> str:
+        path = self._where(key)
+        cached = f"d:{path}"
+        if cached not in self._seen:
             try:
                 names = sorted(os.listdir(path))
             except OSError:
-                self._seen[key] = "absent"
-                return self._seen[key]
-            if self.copied is not None and _within(Path(path), self.copied):
-                names = normalised.sources_only(path, names)
-            self._seen[key] = hashlib.sha256("\0".join(names).encode()).hexdigest()
-        return self._seen[key]
+                self._seen[cached] = "absent"
+                return self._seen[cached]
+            self._seen[cached] = hashlib.sha256("\0".join(names).encode()).hexdigest()
+        return self._seen[cached]
 
-    def of(self, files: Mapping[str, str], folders: Iterable[str]
-           ) -> dict[str, dict[str, str]]:
-        """The digests of ``files`` ({path: the path to read it by, such as the stage's copy
-        of it, what was counted}) and ``folders``, but for valgrind's own per-process files
-        (its gdbserver's shared memory), which no later process finds."""
-        return {"files": {p: self.file(files[p]) for p in sorted(files)
-                          if not Path(p).name.startswith(EPHEMERAL)},
-                "folders": {p: self.folder(p) for p in sorted(set(folders))}}
+    def of(self, files: Iterable[str], folders: Iterable[str]) -> dict[str, dict[str, str]]:
+        """The digests of ``files`` and ``folders`` (their keys), but for valgrind's own
+        per-process files (its gdbserver's shared memory), which no later process finds."""
+        return {"files": {k: self.file(k) for k in sorted(set(files))
+                          if not Path(k).name.startswith(EPHEMERAL)},
+                "folders": {k: self.folder(k) for k in sorted(set(folders))}}
 
     def match(self, inputs: Mapping[str, Mapping[str, str]]) -> bool:
-        return all(self.file(p) == d for p, d in inputs["files"].items()) and \
-            all(self.folder(p) == d for p, d in inputs["folders"].items())
-
-
-def _within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
+        return all(self.file(k) == d for k, d in inputs["files"].items()) and \
+            all(self.folder(k) == d for k, d in inputs["folders"].items())
 
 
 def _text(path: str) -> str:

@@ -399,18 +399,26 @@ def main(stage_dir: str, children: str, jobs: str) -> int:
     return 0
 
 
-# What the counted process runs (``python -S -c BOOTSTRAP STAGE WORKLOADS JOBS``). torch and
-# the torch modules the workloads use are imported from their compiled files; torchpulse's own
-# modules are compiled from their sources, never read from a __pycache__: a cached file holds
-# the path it was compiled at, and a clone at a longer path would lay the heap out otherwise.
-BOOTSTRAP = """\
+# What the counted process imports before it forks. The stage's compilation pass
+# (count.compile_imports, COMPILE) imports the same ahead of it, natively, to compile these
+# modules' byte-code into the stage's own cache (normalised.CACHE): a __pycache__ file of
+# the environment holds the path it was compiled at, and two asv environments identical but
+# for their paths counted up to 0.63 % apart for that alone (docs/instructions.md,
+# "Determinism"); a module imported later (a workload's build) is compiled in memory, from
+# the stage's path too. First of all, realpath is kept inside the stage's links
+# (stage_paths.py).
+IMPORTS = """\
 import sys, threading
+import torchpulse.instructions.stage_paths
+torchpulse.instructions.stage_paths.stop_at_links(sys.argv[1] + "/p")
 import torch, torch.func, torch.jit, torch.nn.utils.rnn, torch.autograd.functional
 torch.set_num_threads(1)
-sys.pycache_prefix = sys.argv[1] + "/no-cache"
 import torchpulse.workloads, torchpulse.autograd.run, torchpulse.fastrnns.runners
 import torchpulse.autograd.models, torchpulse.models
 import torchpulse.instructions.client, torchpulse.instructions.worker as worker
-sys.pycache_prefix = None
-sys.exit(worker.main(*sys.argv[1:]))
 """
+# What the counted process runs (``python -S -c BOOTSTRAP STAGE WORKLOADS JOBS``).
+BOOTSTRAP = IMPORTS + "sys.exit(worker.main(*sys.argv[1:]))\n"
+# The compilation pass (``python -S -c COMPILE STAGE``, outside valgrind): the same imports
+# and the parent's warm-up, whose builds import more
+COMPILE = IMPORTS + "import pathlib\nworker.prewarm(pathlib.Path(sys.argv[1]) / 'prewarm.json')\n"
