@@ -18,7 +18,7 @@ WORKLOADS = _family.selected(load("fastrnns/choices.py"), load("autograd/choices
 
 
 def _count(self):
-    if _suite is None or getattr(_suite, "API_VERSION", 0) < 9:
+    if _suite is None or getattr(_suite, "API_VERSION", 0) < 10:
         return None  # an older package counts another way: the benchmarks skip in setup
     return _suite.count_instructions(WORKLOADS, _sizes.INSTRUCTIONS)
 
@@ -28,9 +28,10 @@ _count.timeout = 3600
 
 class Instructions:
     # counted per call over windows in a normalised process (suite API 7), the ResNets at
-    # their counting width (API 8), under torchpulse's malloc (API 9): a new version starts
-    # new series, so asv does not draw API 9's counts after API 8's as a step
-    version = f"{_suite_version(_sizes.INSTRUCTIONS)}-windows-fixed-malloc"
+    # their counting width (API 8), under torchpulse's malloc (API 9), from byte-code the
+    # stage compiled (API 10): a new version starts new series, so asv does not draw API
+    # 10's counts after API 9's as a step
+    version = f"{_suite_version(_sizes.INSTRUCTIONS)}-windows-fixed-malloc-stage-bytecode"
     params = [WORKLOADS]
     param_names = ["workload"]
     setup_cache = _count
@@ -38,7 +39,7 @@ class Instructions:
     def setup(self, counted, workload):
         if counted is None:
             raise NotImplementedError("this commit's torchpulse counts instructions another "
-                                      "way (torchpulse.suite API 9 needed)")
+                                      "way (torchpulse.suite API 10 needed)")
         if counted["unavailable"]:
             raise NotImplementedError(counted["unavailable"])
         if workload not in counted["counts"] and workload not in counted["failed"]:

@@ -34,7 +34,10 @@ from torchpulse.timing import RegionClock
 #    autograd ResNet-18's ``width``): an older package would fail or count them at full width.
 # 9: the instruction family counts under torchpulse's own malloc (instructions/allocator.c):
 #    every count is lower, so the suites do not mix them with API 7-8's.
-API_VERSION = 9
+# 10: the counted process reads byte-code its stage compiled, and its realpath stops at the
+#    stage's links (instructions/stage_paths.py): the same counts from any environment's
+#    path, up to 0.6 % from API 9's, so the suites do not mix them.
+API_VERSION = 10
 
 
 @functools.cache
