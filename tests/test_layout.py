@@ -11,7 +11,7 @@ from paths import ROOT
 PACKAGE = ROOT / "src" / "torchpulse"
 # stages in the order data flows through them; a stage may import only earlier ones
 MEASURE = {"fastrnns", "autograd", "compile", "models", "sizes", "presets", "timing", "allocation",
-           "suite", "harness", "instructions", "workloads", "gpu"}
+           "suite", "harness", "instructions", "workloads", "gpu", "wall"}
 # imported by everything, import nothing of ours
 SHARED = {"errors", "files", "text", "signals", "__init__"}
 STAGES = [MEASURE, {"results"}, {"analysis"}, {"reports"}, {"culprit", "fleet", "evaluation"},

@@ -29,10 +29,15 @@ run_a() {
     TORCHPULSE_COUNT_REUSE=no "$ASV" run --machine det-a --bench bench_instructions \
         "HEAD^!" 2>&1 | stamp > "$DIR/a.log"
 }
+# the interpreter asv builds its environments from: the one .venv's is made from, first on
+# PATH in both (a PATH of /usr/bin:/bin alone gave asv Debian's python3.11 for the second
+# clone, another interpreter binary, whose counts were 3-12 % lower: another environment)
+BASE_BIN=$(dirname "$(readlink -f "$HERE/.venv/bin/python")")
 run_b() {
     mkdir -p "$DIR/elsewhere"
     cd "$DIR/elsewhere"
-    env -i HOME="$DIR/elsewhere" PATH=/usr/bin:/bin LANG=C.UTF-8 TORCHPULSE_COUNT_REUSE=no \
+    env -i HOME="$DIR/elsewhere" PATH="$BASE_BIN:/usr/bin:/bin" LANG=C.UTF-8 \
+        TORCHPULSE_COUNT_REUSE=no \
         PADDING="$(head -c 3000 /dev/zero | tr '\0' x)" \
         bash -c "cd '$B' && '$ASV' machine --yes --machine det-b >/dev/null && \
                  '$ASV' run --machine det-b --bench bench_instructions 'HEAD^!'" 2>&1 \
@@ -48,12 +53,15 @@ PA=$!
 run_b
 wait $PA
 echo "both done in $(( $(date +%s) - start )) s"
-"$HERE/.venv/bin/python" - "$A/results/det-a" "$B/results/det-b" <<'EOF'
+BASE_A=$(readlink -f "$A/.asv/env"/*/bin/python)
+BASE_B=$(readlink -f "$B/.asv/env"/*/bin/python)
+"$HERE/.venv/bin/python" - "$A/results/det-a" "$B/results/det-b" "$BASE_A" "$BASE_B" <<'EOF'
 import glob, json, sys
 
 def figures(folder):
     (path,) = [p for p in glob.glob(f"{folder}/*.json") if not p.endswith("machine.json")]
     data = json.load(open(path))
+    print(f"{folder}: python {data['python']}, made from {sys.argv[3 if 'det-a' in folder else 4]}")
     columns = data["result_columns"]
     row = dict(zip(columns, data["results"]["bench_instructions.Instructions.track_instructions"]))
     names = [eval(p) for p in row["params"][0]]

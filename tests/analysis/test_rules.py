@@ -141,8 +141,9 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     functions = found["b.Work.track_instructions"]["functions"]
     assert functions == [
         {"name": HOSTILE.replace("\n", "\\n"), "before": 0, "after": 60_000,
-         "change": 60_000},
-        {"name": "torch::grow", "before": 0, "after": 40_000, "change": 40_000}]
+         "change": 60_000, "renamed_from": None},
+        {"name": "torch::grow", "before": 0, "after": 40_000, "change": 40_000,
+         "renamed_from": None}]
     assert found["b.Dynamo.track_graph_breaks"]["functions"] == []
     assert alert(root, "--format", "markdown") == 1
     markdown = capsys.readouterr().out

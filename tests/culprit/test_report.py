@@ -91,3 +91,60 @@ def test_selection_matches_exactly_the_keys():
     assert re.search(pattern, "b.time_f('a', 1)") and re.search(pattern, "b.time_g")
     assert not re.search(pattern, "b.time_f('a', 10)")
     assert not re.search(pattern, "b.time_gx") and not re.search(pattern, "xb.time_g")
+
+
+def _environments():
+    """A comparison of two environments: one count that rose (its functions), one wall time
+    decided, a python path with markup and an escape sequence in it."""
+    from torchpulse.culprit import environments as envs
+    from torchpulse.instructions.count import Counted
+
+    one = sequential.Interval(1, 0.0488, 0.0478, 0.0498, 1.0)
+    timed = sequential.Interval(4, -0.1, -0.15, -0.05, 0.99)
+    outcomes = [
+        Outcome(envs.key("rnns/py/forward", envs.INSTRUCTIONS), sequential.SLOWER, one, 1,
+                1_000_000, 1_050_000, unit="instructions"),
+        Outcome(envs.key("rnns/py/forward", envs.SECONDS), sequential.FASTER, timed, 4,
+                0.002, 0.0018, unit="seconds"),
+        Outcome(envs.key("rnns/py/forward", envs.PEAK), sequential.EQUIVALENT, timed, 4,
+                300 * 2**20, 301 * 2**20, unit="bytes"),
+    ]
+    comparison = Comparison("A", "B", 0.05, 0.05, 5, outcomes, 8)
+
+    class Runs:
+        sides = {"A": envs.Side("A", "/envs/a|<b>/bin/python\x1b[2J", {"torch": "2.13.0+cpu",
+                                                                     "git_version": "c" * 40}),
+                 "B": envs.Side("B", "/envs/b/bin/python", {"torch": "2.14.1+cu130",
+                                                           "cuda": "13.0"})}
+
+    Runs.sides["A"].counted = {"rnns/py/forward": Counted(
+        "rnns/py/forward", 1_000_000, [1_000_000], {"f(int) [l.so]": 600_000,
+                                                    "g [l.so]": 400_000})}
+    Runs.sides["B"].counted = {"rnns/py/forward": Counted(
+        "rnns/py/forward", 1_050_000, [1_050_000], {"f(long) [l.so]": 630_000,
+                                                    "g [l.so]": 420_000})}
+    return comparison, Runs()
+
+
+def test_two_environments_read_as_one_table_with_the_functions_behind_a_moved_count():
+    from torchpulse.culprit.report import render_environments
+
+    comparison, runs = _environments()
+    text = render_environments(comparison, runs, "text")
+    assert "\x1b" not in text
+    assert text.startswith("B torch 2.14.1+cu130 (CUDA 13.0) against A torch 2.13.0+cpu "
+                           "(git cccccccccccc, CPU build)")
+    row = next(line for line in text.splitlines() if line.startswith("rnns/py/forward"))
+    assert "1,000,000 -> 1,050,000" in row and "+5.00 %" in row and "slower" in row
+    assert "2 ms -> 1.8 ms" in row and "faster" in row and "300 MiB -> 301 MiB" in row
+    # the function that moved to another symbol is netted with its old name, its share given
+    assert "+30,000 (60% of the change)  f(long) [l.so] (600,000 -> 630,000, was f(int)" in text
+    markdown = render_environments(comparison, runs, "markdown")
+    assert "\x1b" not in markdown and "<b>" not in markdown and "\\|" in markdown
+    report = json.loads(render_environments(comparison, runs, "json"))
+    (row,) = report["workloads"]
+    assert row["instructions"]["decision"] == "slower" and row["instructions"]["b"] == 1_050_000
+    assert row["wall time"]["interval"][1] < 1 and row["peak memory"]["unit"] == "bytes"
+    assert row["functions"][0] == {"name": "f(long) [l.so]", "a": 600_000, "b": 630_000,
+                                   "change": 30_000, "renamed_from": "f(int) [l.so]"}
+    assert report["b"]["build"]["cuda"] == "13.0" and report["slower"] == 1

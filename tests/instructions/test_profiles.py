@@ -98,3 +98,36 @@ def test_asvs_benchmark_process_stores_the_commit_it_installed(tmp_path, monkeyp
     assert profiles.write_from_asv(workloads, totals).parent == tmp_path / "elsewhere"
     monkeypatch.setenv("ASV_ENV_NAME", "../up")
     assert profiles.write_from_asv(workloads, totals) is None
+
+
+BATCH_NORM = ("at::native::batch_norm_cpu_collect_stats_channels_last_impl<float>"
+              "(at::Tensor const&) [libtorch_cpu.so]")
+# the same kernel moved into a lambda of itself in an anonymous namespace (torch 2.14)
+BATCH_NORM_LAMBDA = ("at::native::(anonymous namespace)::"
+                     "batch_norm_cpu_collect_stats_channels_last_impl<float>(at::Tensor const&)"
+                     "::{lambda(long, long)#1}::operator()(long, long) const [libtorch_cpu.so]")
+
+
+def test_an_improvement_lists_what_shrank_and_a_moved_symbol_is_netted_with_its_old_name():
+    before = {BATCH_NORM: 126_528, "empty_generic [libc10.so]": 900, "gone [libx.so]": 300}
+    after = {BATCH_NORM_LAMBDA: 125_788, "empty_generic [libc10.so]": 1_400}
+    # a regression: what grew (the renamed kernel is not "new": its net change is -740)
+    grew = profiles.differences(before, after)
+    assert [(f.name, f.change, f.renamed_from) for f in grew] == [
+        ("empty_generic [libc10.so]", 500, None)]
+    # an improvement: what shrank, largest first, the moved kernel as one change
+    shrank = profiles.differences(before, after, direction=-1)
+    assert [(f.name, f.before, f.after, f.renamed_from) for f in shrank] == [
+        (BATCH_NORM_LAMBDA, 126_528, 125_788, BATCH_NORM), ("gone [libx.so]", 300, 0, None)]
+
+
+@pytest.mark.parametrize("a,b,same", [
+    (BATCH_NORM, BATCH_NORM_LAMBDA, True),
+    ("f<int>(int) [l.so]", "f<float>(float) [l.so]", True),
+    ("f(int) [l.so]", "f(int) [m.so]", False),  # another library
+    ("f(int) [l.so]", "g(int) [l.so]", False),
+    ("0x00000000004fee40 [python3.11]", "0x00000000005d9750 [python3.11]", False),
+    ("f [l.so]", "f [l.so]", False),  # the same name is no rename
+])
+def test_a_rename_is_the_same_path_of_names_in_the_same_library(a, b, same):
+    assert profiles.same_code(a, b) is same

@@ -1,9 +1,10 @@
 """Which points were measured on a disturbed machine: the machine canary's rule.
 
-The canary (``benchmarks/_canary.py``) is a fixed torch workload that asv times between the
-suites: after the autograd pairs, between the LSTM classes and after the compile zoo of every
-commit. Its code comes from the working tree, so within a run it only moves when the machine
-does. The rule (docs/detection.md explains the figures behind it):
+The canary (``benchmarks/_canary.py``) is a fixed workload of the standard library's C
+loops on a thread per core (nothing of torch: a torch build does not move it) that asv times
+between the suites: after the autograd pairs, between the LSTM classes and after the compile
+zoo of every commit. Its code comes from the working tree, so within a run it only moves
+when the machine does. The rule (docs/detection.md explains the figures behind it):
 
 * At each of its places in the run, on one machine and environment, the canary's *usual
   level* is the median of its readings there (the places differ: a canary right after the

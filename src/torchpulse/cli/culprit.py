@@ -71,9 +71,59 @@ def _prepare(runs, command: str) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    if args.python:  # no asv project of --config: the current folder's is still guarded
+        check_outputs(argparse.Namespace(output=args.output), files=("output",))
+        return _compare_environments(args)
     check_outputs(args, files=("output",))
+    if args.base is None or args.head is None:
+        raise UsageError("compare needs BASE and HEAD, or two environments: "
+                         "--python A/bin/python --python B/bin/python")
     with _scratch(args, "compare") as workdir:
         return _compare(args, workdir)
+
+
+def _compare_environments(args: argparse.Namespace) -> int:
+    """Two installed environments (two torch builds), workload by workload."""
+    import os
+
+    from torchpulse import sizes
+    from torchpulse.autograd import choices as autograd_choices
+    from torchpulse.culprit.compare import compare
+    from torchpulse.culprit.environments import EnvironmentRuns
+    from torchpulse.culprit.report import render_environments
+    from torchpulse.fastrnns import choices as fastrnns_choices
+    from torchpulse.instructions import count, family, normalised
+
+    if len(args.python) != 2 or args.base is not None:
+        raise UsageError("compare two environments with exactly two --python options "
+                         "(A, the reference, then B) and no BASE or HEAD")
+    if args.max_runs < MIN_ROUNDS:
+        raise UsageError(f"--max-runs must be at least {MIN_ROUNDS}, got {args.max_runs}")
+    for python in args.python:
+        if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+            raise UsageError(f"--python {python}: not an executable file")
+    try:
+        workloads = family.selected(fastrnns_choices, autograd_choices, args.workloads)
+    except ValueError as exc:
+        raise UsageError(f"--workloads: {str(exc).split(': ', 1)[-1]}") from None
+    for python in args.python:  # before any work: each must import torch
+        normalised.target(python)
+    reuse_in = None if args.no_instructions else count.reuse_folder()
+    with EnvironmentRuns(dict(zip(("A", "B"), args.python, strict=True)), workloads,
+                         sizes.INSTRUCTIONS, instructions=not args.no_instructions,
+                         log=lambda line: note("compare", line), reuse_in=reuse_in) as runs:
+        note("compare", f"{len(workloads)} workloads, B against A, interleaved, up to "
+             f"{args.max_runs} runs of each")
+        result = compare(runs, "A", "B", threshold=args.threshold, alpha=args.alpha,
+                         max_rounds=args.max_runs, progress=lambda line: note("compare", line),
+                         count_threshold=args.count_threshold,
+                         device_threshold=args.device_threshold)
+        write_output(render_environments(result, runs, args.format), args.output)
+        if args.output and args.format != "text":
+            write_output(render_environments(result, runs, "text"), None)
+        if args.annotate:
+            write_output(render_environments(result, runs, "github"), None)
+    return EXIT_FAILED if result.slower else EXIT_OK
 
 
 def _compare(args: argparse.Namespace, workdir: Path) -> int:
@@ -161,10 +211,24 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "until a sequential test decides each benchmark: slower or faster beyond the "
         "threshold, equivalent within it, or undecided at --max-runs. Prints the ratio "
         "head/base with its interval and the runs used. Exit 1 when a benchmark is decided "
-        "slower, 0 otherwise, 2 for bad input. Needs no stored history.",
+        "slower, 0 otherwise, 2 for bad input. Needs no stored history. With two --python "
+        "options instead of BASE and HEAD, compares two installed environments (two torch "
+        "builds) on this machine: every workload's instructions counted in each, its wall "
+        "time timed in fresh processes of each, alternating, and its peak memory "
+        "(docs/pytorch-builds.md).",
     )
-    p.add_argument("base", metavar="BASE", help="the reference commit (any git revision)")
-    p.add_argument("head", metavar="HEAD", help="the commit under test")
+    p.add_argument("base", metavar="BASE", nargs="?",
+                   help="the reference commit (any git revision)")
+    p.add_argument("head", metavar="HEAD", nargs="?", help="the commit under test")
+    p.add_argument("--python", action="append", metavar="PYTHON",
+                   help="an environment's interpreter, twice: A (the reference), then B; "
+                   "each must import torch (this torchpulse's workloads run in both)")
+    p.add_argument("--workloads", metavar="WHICH", default="default",
+                   help="with --python: default (72 of the 78 CPU workloads), all, core, or "
+                   "comma-separated patterns of workload names (rnns/*,autograd/resnet18/*)")
+    p.add_argument("--no-instructions", action="store_true",
+                   help="with --python: time the workloads only (counting needs valgrind "
+                   "and a C compiler; it takes about 3 minutes an environment on 2 cores)")
     p.add_argument("--bench", default=MEASURED, metavar="RE", type=regular_expression,
                    help="asv --bench regular expression (default: every suite but the stubs "
                    "of imported results)")

@@ -11,7 +11,7 @@ import json
 from torchpulse.analysis import sequential
 from torchpulse.culprit.bisect import Bisection, odds
 from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
-from torchpulse.reports.phrases import human
+from torchpulse.reports.phrases import cut, human
 from torchpulse.text import markdown_cell, printable, workflow_data
 
 
@@ -121,3 +121,178 @@ def bisection_text(b: Bisection, subjects: dict[str, str]) -> str:
                      "a larger --max-runs to narrow it):")
         lines += [f"  {c[:12]} {printable(subjects.get(c, ''))}" for c in b.suspects]
     return "\n".join(lines) + "\n"
+
+
+# ---- two environments (torchpulse compare --python A --python B) ----------------------------
+
+def _build_name(side) -> str:
+    """'torch 2.14.1+cu130 (git 1a2b3c4d5e6f, CUDA 13.0)': what a side's process imported."""
+    b = side.build
+    if not b:
+        return "torch not timed"
+    extra = [f"git {str(b['git_version'])[:12]}"] if b.get("git_version") else []
+    extra.append(f"CUDA {b['cuda']}" if b.get("cuda") else "CPU build")
+    if b.get("debug"):
+        extra.append("debug")
+    return f"torch {b.get('torch')} ({', '.join(extra)})"
+
+
+def _by_workload(c: Comparison) -> dict[str, dict[str, Outcome]]:
+    from torchpulse.culprit.environments import split_key
+
+    rows: dict[str, dict[str, Outcome]] = {}
+    for o in c.outcomes:
+        workload, metric = split_key(o.key)
+        rows.setdefault(workload, {})[metric] = o
+    return rows
+
+
+def _ratio(o: Outcome | None) -> str:
+    if o is None:
+        return "-"
+    if o.interval is None:
+        return o.why or "-"
+    iv = o.interval
+    if iv.ratio_low == iv.ratio_high or o.rounds <= 1:
+        return f"{(iv.ratio - 1) * 100:+.2f} %"
+    return f"{(iv.ratio - 1) * 100:+.1f} % [{(iv.ratio_low - 1) * 100:+.1f}, " \
+           f"{(iv.ratio_high - 1) * 100:+.1f}]"
+
+
+def _levels(o: Outcome | None) -> str:
+    return "-" if o is None else f"{_value(o, o.base)} -> {_value(o, o.head)}"
+
+
+def _environments_summary(c: Comparison, runs) -> list[str]:
+    from torchpulse.culprit.environments import INSTRUCTIONS, PEAK, SECONDS, split_key
+
+    a, b = runs.sides["A"], runs.sides["B"]
+    said = []
+    for metric in (INSTRUCTIONS, SECONDS, PEAK):
+        mine = [o for o in c.outcomes if split_key(o.key)[1] == metric]
+        if not mine:
+            continue
+        counts = {d: sum(o.decision == d for o in mine) for d in DECISIONS_SHOWN}
+        said.append(f"{metric}: " + ", ".join(f"{n} {d}" for d, n in counts.items() if n))
+    return [f"B {printable(_build_name(b))} against A {printable(_build_name(a))}",
+            f"  A: {printable(a.python)}", f"  B: {printable(b.python)}",
+            f"{len(_by_workload(c))} workloads; " + "; ".join(said),
+            f"(slower or faster beyond {c.threshold:.0%} on wall time and peak memory, "
+            f"{c.count_threshold * 100:g}% on instruction counts; alpha {c.alpha:g}; "
+            f"{c.runs} runs)"]
+
+
+DECISIONS_SHOWN = (sequential.SLOWER, sequential.FASTER, sequential.EQUIVALENT,
+                   sequential.UNDECIDED, NOT_COMPARED)
+
+
+def _function_rows(c: Comparison, runs) -> list[tuple[str, Outcome, tuple]]:
+    """(workload, its count's outcome, the functions behind it) for every count that moved
+    beyond the count threshold."""
+    from torchpulse.culprit.environments import INSTRUCTIONS, function_changes
+
+    out = []
+    for workload, metrics in _by_workload(c).items():
+        o = metrics.get(INSTRUCTIONS)
+        if o is None or o.decision not in (sequential.SLOWER, sequential.FASTER):
+            continue
+        out.append((workload, o, function_changes(runs.sides["A"], runs.sides["B"], workload)))
+    return out
+
+
+def _function_line(f, total: float) -> str:
+    share = f" ({f.change / total:.0%} of the change)" if total else ""
+    renamed = f", was {cut(f.renamed_from, 80)}" if f.renamed_from else ""
+    return (f"{f.change:+,}{share}  {cut(f.name, 100)} ({f.before:,} -> {f.after:,}"
+            f"{renamed})")
+
+
+def _row(m: dict[str, Outcome]) -> list[str]:
+    """A workload's cells: per metric its levels A -> B, its change and its verdict."""
+    from torchpulse.culprit.environments import INSTRUCTIONS, PEAK, SECONDS
+
+    cells = []
+    for metric in (INSTRUCTIONS, SECONDS, PEAK):
+        o = m.get(metric)
+        levels = "-" if o is None else (
+            f"{o.base:,.0f} -> {o.head:,.0f}" if metric == INSTRUCTIONS and o.base and o.head
+            else _levels(o))
+        cells += [levels, _ratio(o), o.decision if o else ""]
+    return cells
+
+
+ENVIRONMENT_COLUMNS = ("workload", "instructions A -> B", "change", "", "wall time A -> B",
+                       "change [interval]", "", "peak memory A -> B", "change", "")
+
+
+def environments_text(c: Comparison, runs) -> str:
+    lines = _environments_summary(c, runs) + [""]
+    rows = [list(ENVIRONMENT_COLUMNS)] + [[workload, *_row(m)]
+                                          for workload, m in _by_workload(c).items()]
+    rows = [[printable(cell) for cell in row] for row in rows]
+    widths = [max(len(row[k]) for row in rows) for k in range(len(ENVIRONMENT_COLUMNS))]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(w) if k in (0, 3, 6, 9) else cell.rjust(w)
+                               for k, (cell, w) in enumerate(zip(row, widths, strict=True))
+                               ).rstrip())
+    moved = _function_rows(c, runs)
+    if moved:
+        lines += ["", "the functions behind the counts that moved (own instructions a call, "
+                  "B - A; grew where the count grew, shrank where it shrank):"]
+        for workload, o, functions in moved:
+            total = (o.head or 0) - (o.base or 0)
+            lines.append(f"  {printable(workload)}: {_ratio(o)}, {total:+,.0f} instructions")
+            lines += [f"    {printable(_function_line(f, total))}" for f in functions]
+    return "\n".join(lines) + "\n"
+
+
+def environments_markdown(c: Comparison, runs) -> str:
+    summary = _environments_summary(c, runs)
+    lines = [f"## torchpulse compare: {markdown_cell(summary[0])}", "",
+             *(f"- {markdown_cell(s.strip())}" for s in summary[1:]), "",
+             "| " + " | ".join(ENVIRONMENT_COLUMNS) + " |",
+             "|---|---:|---:|---|---:|---:|---|---:|---:|---|"]
+    for workload, m in _by_workload(c).items():
+        lines.append("| " + " | ".join(markdown_cell(x) for x in (workload, *_row(m))) + " |")
+    for workload, o, functions in _function_rows(c, runs):
+        total = (o.head or 0) - (o.base or 0)
+        lines += ["", f"**{markdown_cell(workload)}**: instructions {markdown_cell(_ratio(o))}"
+                  f" ({total:+,.0f} a call)", "",
+                  "| change | share | function | A | B | was |", "|---:|---:|---|---:|---:|---|"]
+        lines += [f"| {f.change:+,} | {f.change / total:.0%} | {markdown_cell(cut(f.name, 120))} "
+                  f"| {f.before:,} | {f.after:,} | "
+                  f"{markdown_cell(cut(f.renamed_from, 120)) if f.renamed_from else ''} |"
+                  for f in functions if total]
+    return "\n".join(lines) + "\n"
+
+
+def environments_json(c: Comparison, runs) -> str:
+    def one(o: Outcome | None) -> dict | None:
+        if o is None:
+            return None
+        iv = o.interval
+        return {"decision": o.decision, "a": o.base, "b": o.head, "unit": o.unit,
+                "runs": o.rounds, "ratio": iv.ratio if iv else None,
+                "interval": [iv.ratio_low, iv.ratio_high] if iv else None,
+                "why": o.why or None}
+
+    functions = {w: [{"name": f.name, "a": f.before, "b": f.after, "change": f.change,
+                      "renamed_from": f.renamed_from} for f in found]
+                 for w, _, found in _function_rows(c, runs)}
+    sides = {label: {"python": s.python, "build": s.build or None,
+                     "count_failed": s.count_failed or None}
+             for label, s in runs.sides.items()}
+    return json.dumps({
+        "a": sides["A"], "b": sides["B"], "threshold": c.threshold,
+        "count_threshold": c.count_threshold, "alpha": c.alpha, "max_runs": c.max_rounds,
+        "runs": c.runs, "slower": len(c.slower),
+        "workloads": [{"name": w, **{metric: one(o) for metric, o in m.items()},
+                       "functions": functions.get(w, [])}
+                      for w, m in _by_workload(c).items()]}, indent=2) + "\n"
+
+
+def render_environments(c: Comparison, runs, fmt: str) -> str:
+    if fmt == "github":
+        return compare_github(c)
+    return {"text": environments_text, "markdown": environments_markdown,
+            "json": environments_json}[fmt](c, runs)

@@ -267,22 +267,24 @@ def _gather(inputs: dict[str, set[str]], made_of: dict | None, whose: str) -> No
 
 def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
           window: int = WINDOW, processes: int | None = None, timeout: float | None = None,
-          log=None, reuse_in: Path | None = None
+          log=None, reuse_in: Path | None = None, python: str | None = None
           ) -> tuple[dict[str, Counted], dict[str, str]]:
     """Count every workload under one callgrind process, with the rest of its group
     (family.groups), ``processes`` children at a time (``jobs()`` by default):
     ({name: Counted}, {name: error} for the workloads asked for that failed on their own).
     CountingError when the process fails as a whole. With ``reuse_in`` (a folder,
     reuse.directory()), a group counted before from the same inputs takes those figures
-    (``Counted.reused``), and what is counted, the groups' others too, is stored there."""
+    (``Counted.reused``), and what is counted, the groups' others too, is stored there.
+    ``python``: the environment whose torch is counted (an interpreter of it; this one by
+    default), with this torchpulse's workloads."""
     valgrind()  # before the libraries are built (and cached) for nothing
     malloc = allocator.library()
     if malloc is None:
         raise CountingError("instruction counts need a C compiler (cc) to build the "
                             "allocator they count under (Debian/Ubuntu: apt install gcc)")
     every = _groups(workloads)
-    with normalised.stage(ENVIRONMENT, preload=malloc,
-                          helper=client.helper()) as stage:
+    with normalised.stage(ENVIRONMENT, preload=malloc, helper=client.helper(),
+                          python=python) as stage:
         specs = {name: {"name": name, "windows": windows, "window": window, "tables": tables,
                         "helper": str(stage.helper) if stage.helper else None}
                  for group in every for name in group}

@@ -36,15 +36,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import importlib.util
+import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from torchpulse.errors import TorchpulseError
+from torchpulse.instructions import probe
 
 # not $TMPDIR: a CI job's own temporary directory differs in length from one job to the next
 FIXED_TMP = "/tmp"
@@ -114,29 +118,35 @@ PRELOAD_NAME = "malloc.so"
 HELPER_NAME = "helper.so"
 
 
-def _package_root(name: str) -> Path | None:
-    """The directory a top-level package is imported from (where ``name/`` lies), without
-    importing it; None where it cannot be found."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))).resolve().parent
-
-
 def import_roots() -> list[Path]:
-    """The directories the counted process imports from besides torchpulse's copy, in order:
-    every site-packages (or dist-packages) on sys.path, and torch's root if it is in none of
-    them. Only these: the folders a test runner or asv puts on sys.path would make the
-    environment differ between callers."""
-    roots: list[Path] = []
-    for entry in sys.path:
-        if entry and Path(entry).name in ("site-packages", "dist-packages") \
-                and Path(entry).is_dir():
-            roots.append(Path(entry).resolve())
-    torch_root = _package_root("torch")
-    if torch_root is not None:
-        roots.append(torch_root)
-    return list(dict.fromkeys(roots))  # each once, in order
+    """The directories the counted process imports from besides torchpulse's copy, in order
+    (probe.py): every site-packages (or dist-packages) on sys.path, and torch's root if it
+    is in none of them."""
+    return [Path(root) for root in probe.interpreter()["roots"]]
+
+
+class InterpreterError(TorchpulseError, ValueError):
+    """An interpreter to count in that cannot be run or has no torch."""
+
+
+def target(python: str | None) -> tuple[str, list[Path]]:
+    """(the base interpreter, the import roots) of the counted process for ``python`` (an
+    environment's interpreter; None: the one running this), found by running probe.py in it
+    rather than read from this process: another environment's files are never this one's."""
+    if python is None:
+        return os.path.realpath(sys.executable), import_roots()
+    try:
+        done = subprocess.run([python, probe.__file__], capture_output=True, text=True,
+                              check=False, timeout=120)
+        found = json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        raise InterpreterError(f"cannot run {python}: {exc}") from None
+    if not isinstance(found, dict):
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise InterpreterError(f"cannot run {python}: {why}")
+    if found.get("torch") is None:
+        raise InterpreterError(f"{python} cannot import torch: nothing to count there")
+    return str(found["python"]), [Path(root) for root in found["roots"]]
 
 
 def _base_directory() -> str:
@@ -230,22 +240,23 @@ def environment(root: Path, links: list[Path], extra: Mapping[str, str]) -> dict
 
 @contextlib.contextmanager
 def stage(extra_environ: Mapping[str, str], *, preload: Path | None = None,
-          helper: Path | None = None) -> Iterator[Stage]:
+          helper: Path | None = None, python: str | None = None) -> Iterator[Stage]:
     """A fresh stage, removed afterwards with everything in it (its links only, never what
     they point to); ``preload``, a library copied into it and named by ``LD_PRELOAD``;
-    ``helper``, one copied into it for the counted process to load (``Stage.helper``)."""
+    ``helper``, one copied into it for the counted process to load (``Stage.helper``);
+    ``python``, the environment to count (``target``; this one by default)."""
+    interpreter, roots = target(python)
     root, lock = _new_directory(Path(_base_directory()))
     try:
         links_dir = root / LINKS  # made with the lock
         links = [links_dir / "00"]
         copy_sources(PACKAGE, links[0] / PACKAGE.name)
         origins = {f"{LINKS}/00/{PACKAGE.name}": PACKAGE}
-        for index, target in enumerate(import_roots(), start=1):
+        for index, folder in enumerate(roots, start=1):
             link = links_dir / f"{index:02d}"
-            link.symlink_to(target, target_is_directory=True)
+            link.symlink_to(folder, target_is_directory=True)
             links.append(link)
-            origins[f"{LINKS}/{index:02d}"] = target
-        python = (os.path.realpath(sys.executable), "-S")
+            origins[f"{LINKS}/{index:02d}"] = folder
         environ = environment(root, links, extra_environ)
         if preload is not None:
             shutil.copyfile(preload, links_dir / PRELOAD_NAME)
@@ -256,7 +267,7 @@ def stage(extra_environ: Mapping[str, str], *, preload: Path | None = None,
             staged_helper = links_dir / HELPER_NAME
             shutil.copyfile(helper, staged_helper)
             origins[f"{LINKS}/{HELPER_NAME}"] = Path(helper)
-        yield Stage(root, python, environ, lock, staged_helper, origins)
+        yield Stage(root, (interpreter, "-S"), environ, lock, staged_helper, origins)
     finally:
         shutil.rmtree(root, ignore_errors=True)  # rmtree unlinks links, never follows them
         os.close(lock)

@@ -41,15 +41,51 @@ _ENV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
 
 @dataclass(frozen=True)
 class FunctionChange:
-    """One function's own instructions per call of a workload's region, before and after."""
+    """One function's own instructions per call of a workload's region, before and after;
+    ``renamed_from``: the name it had before, where the code moved under another symbol (a
+    function only before and one only after whose names differ by lambdas, templates or
+    parameters alone, ``same_code``)."""
 
     name: str
     before: int
     after: int
+    renamed_from: str | None = None
 
     @property
     def change(self) -> int:
         return self.after - self.before
+
+
+# what a symbol's name says beyond its code's identity: the lambdas and clones the compiler
+# made of it, its template arguments and parameters, an anonymous namespace
+_LAMBDA = re.compile(r"::\{lambda\([^)]*\)#\d+\}|::'lambda\d*'\([^)]*\)|\[clone [^\]]*\]")
+_ANONYMOUS = re.compile(r"\(anonymous namespace\)::")
+
+
+def _stem(name: str) -> str:
+    """A symbol's name without what ``same_code`` ignores: its library suffix kept, the
+    first identifier path up to its template arguments or parameters."""
+    body, _, library = name.rpartition(" [") if name.endswith("]") else (name, "", "")
+    body = _ANONYMOUS.sub("", _LAMBDA.sub("", body))
+    depth, out = 0, []
+    for char in body:  # drop every <...> and (...) group, nested ones too
+        if char in "<(":
+            depth += 1
+        elif char in ">)" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(char)
+    parts = [part.removesuffix(" const").strip() for part in "".join(out).split("::")]
+    path = "::".join(part for part in parts if part and part != "operator")
+    return path + (f" [{library}" if library else "")
+
+
+def same_code(a: str, b: str) -> bool:
+    """Whether two symbol names name the same code moved under another symbol: the same
+    library and the same path of names once lambdas, template arguments, parameters and
+    anonymous namespaces are set aside (a kernel moved into a lambda of itself, a function
+    given another template argument)."""
+    return a != b and _stem(a) == _stem(b) and bool(_stem(a))
 
 
 def folder(root: Path) -> Path:
@@ -134,11 +170,25 @@ def _printable(name: str) -> str:
 
 
 def differences(before: Mapping[str, int], after: Mapping[str, int],
-                shown: int = SHOWN) -> tuple[FunctionChange, ...]:
-    """The ``shown`` functions whose own instructions grew most from ``before`` to
-    ``after`` (a function absent from one side's top list counts 0 there), largest first;
-    those that did not grow are left out."""
-    changes = [FunctionChange(name, before.get(name, 0), after.get(name, 0))
-               for name in set(before) | set(after)]
-    grew = sorted((c for c in changes if c.change > 0), key=lambda c: (-c.change, c.name))
-    return tuple(grew[:shown])
+                shown: int = SHOWN, direction: int = 1) -> tuple[FunctionChange, ...]:
+    """The ``shown`` functions whose own instructions grew most from ``before`` to ``after``
+    (``direction`` -1: shrank most, for an improvement), largest change first; a function
+    absent from one side's top list counts 0 there, but a function only before and one only
+    after that are the same code under another symbol (``same_code``) are one change, their
+    net. Those that moved the other way are left out."""
+    gone = {name: cost for name, cost in before.items() if name not in after}
+    changes = [FunctionChange(name, before.get(name, 0), cost) for name, cost in after.items()]
+    paired = set()
+    for i, change in enumerate(changes):
+        if change.before or change.name in before:
+            continue
+        matches = [name for name in gone if name not in paired and same_code(name, change.name)]
+        if matches:  # the closest in cost: the likeliest to be the same code
+            old = min(matches, key=lambda name: (abs(gone[name] - change.after), name))
+            paired.add(old)
+            changes[i] = FunctionChange(change.name, gone[old], change.after, renamed_from=old)
+    changes += [FunctionChange(name, cost, 0) for name, cost in gone.items()
+                if name not in paired]
+    moved = sorted((c for c in changes if c.change * direction > 0),
+                   key=lambda c: (-abs(c.change), c.name))
+    return tuple(moved[:shown])

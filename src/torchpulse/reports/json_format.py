@@ -28,7 +28,8 @@ def to_json(report: Report) -> str:
         "repro": repro_command(a),
         "drifts": [{"first": first, "last": last} for first, last in a.drifts],
         "functions": [{"name": f.name, "before": f.before, "after": f.after,
-                       "change": f.change} for f in a.functions],
+                       "change": f.change, "renamed_from": f.renamed_from}
+                      for f in a.functions],
     } for a in report.alerts]
     verdicts = [{
         "benchmark": c.series.key.benchmark, "params": list(c.series.key.params),

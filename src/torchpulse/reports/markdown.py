@@ -56,8 +56,8 @@ def to_markdown(report: Report) -> str:
                 lines += [f"Functions of {_md(a.key.name)} that grew most (own instructions a "
                           "call):", "", "| function | before | after | change |",
                           "|---|---:|---:|---:|",
-                          *(f"| {_md(cut(f.name, 200))} | {f.before:,} | {f.after:,} | "
-                            f"{f.change:+,} |" for f in a.functions), ""]
+                          *(f"| {_md(cut(f.name, 200))}{_was(f)} | {f.before:,} | "
+                            f"{f.after:,} | {f.change:+,} |" for f in a.functions), ""]
             command = repro_command(a)
             if command:
                 lines += [f"To measure {_md(a.key.name)} again: {_md(command)}", ""]
@@ -78,3 +78,8 @@ def to_markdown(report: Report) -> str:
               for row in map(noise_row, noisiest(report))]
     lines += ["", "</details>", ""]
     return "\n".join(lines)
+
+
+def _was(f) -> str:
+    """' (was NAME)' for a function that moved under another symbol."""
+    return f" (was {_md(cut(f.renamed_from, 200))})" if f.renamed_from else ""

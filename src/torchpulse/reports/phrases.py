@@ -68,8 +68,10 @@ def drift_text(alert: Alert) -> str:
 
 def function_lines(alert: Alert, width: int = 100) -> list[str]:
     """The functions that grew most in the step, one line each: '+41,200  name (1,200 ->
-    42,400)'; names longer than ``width`` are cut (C++ templates run to pages)."""
-    return [f"{f.change:+,}  {cut(f.name, width)} ({f.before:,} -> {f.after:,})"
+    42,400)', and the name it had before where the code moved under another symbol; names
+    longer than ``width`` are cut (C++ templates run to pages)."""
+    return [f"{f.change:+,}  {cut(f.name, width)} ({f.before:,} -> {f.after:,}"
+            + (f", was {cut(f.renamed_from, width)})" if f.renamed_from else ")")
             for f in alert.functions]
 
 

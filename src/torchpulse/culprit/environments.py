@@ -1,0 +1,162 @@
+"""``torchpulse compare --python A --python B``: what one installed environment (a torch build)
+does against another on this machine, workload by workload.
+
+Both sides run this torchpulse's workloads (workloads.py, at the counting sizes of
+``sizes.INSTRUCTIONS``), so the only difference between them is the environment: its torch,
+and whatever is installed beside it. Per workload:
+
+* **instructions** per call, counted under callgrind in each environment (instructions/count:
+  the counted process is staged from *that* environment's files, and a kept count is reused
+  only where those very files were counted before); one count a side decides, as they repeat;
+* **wall time** per call, timed in fresh processes of each environment (torchpulse.wall), the
+  two environments alternating round by round, decided by compare's sequential test;
+* **peak memory**: the process's peak resident memory while the workload is built and run.
+
+The decisions are ``culprit.compare``'s: this module is only a ``Measure`` whose "commits"
+are the two environments, and what the counts say besides their totals (the functions that
+grew or shrank, profiles.differences).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchpulse import allocation
+from torchpulse.culprit.runs import Run, RunError
+from torchpulse.instructions import count as counting
+from torchpulse.instructions import normalised
+
+INSTRUCTIONS, SECONDS, PEAK = "instructions", "wall time", "peak memory"
+UNITS = {INSTRUCTIONS: "instructions", SECONDS: "seconds", PEAK: "bytes"}
+PRESET = "instructions"  # the sizes' name: the counting sizes, for the wall time too
+SAMPLE_SECONDS = 0.2  # seconds of calls a workload is timed for in one process
+WORKER_TIMEOUT = 3600.0
+
+
+def key(workload: str, metric: str) -> str:
+    return f"{workload} [{metric}]"
+
+
+def split_key(name: str) -> tuple[str, str]:
+    """(workload, metric) of a key."""
+    workload, _, metric = name.rpartition(" [")
+    return workload, metric.rstrip("]")
+
+
+@dataclass
+class Side:
+    """One environment: its interpreter, the torch it imports and what its count found."""
+
+    label: str
+    python: str
+    build: dict = field(default_factory=dict)  # torchpulse.wall.build_identity()
+    counted: dict[str, counting.Counted] = field(default_factory=dict)
+    count_failed: dict[str, str] = field(default_factory=dict)
+
+
+class EnvironmentRuns:
+    """The ``Measure`` of culprit.compare over two environments: ``self(label, keys)``
+    measures the environment ``label`` ("A" or "B"). The first call of a side, with every
+    key, counts its instructions (once: they repeat) and times every workload; later calls
+    time the workloads whose keys are still undecided."""
+
+    def __init__(self, pythons: dict[str, str], workloads: Sequence[str], tables: dict, *,
+                 instructions: bool = True, seconds: float = SAMPLE_SECONDS,
+                 log: Callable[[str], None] | None = None,
+                 reuse_in: Path | None = None) -> None:
+        self.sides = {label: Side(label, python) for label, python in pythons.items()}
+        self.workloads, self.tables = list(workloads), tables
+        self.instructions, self.seconds, self.log = instructions, seconds, log
+        self.reuse_in = reuse_in
+        self._sources = Path(tempfile.mkdtemp(prefix="torchpulse-environments-"))
+        normalised.copy_sources(normalised.PACKAGE, self._sources / normalised.PACKAGE.name)
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self._sources, ignore_errors=True)
+
+    def __enter__(self) -> EnvironmentRuns:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __call__(self, label: str, keys: Sequence[str] | None = None) -> Run:
+        side = self.sides[label]
+        run = Run(label, {}, {}, units={})
+        names = self.workloads if keys is None else list(dict.fromkeys(
+            split_key(k)[0] for k in keys if split_key(k)[1] in (SECONDS, PEAK)))
+        if keys is None and self.instructions:
+            self._count(side, run)
+        if names:
+            self._time(side, names, run)
+        for k in run.values:
+            run.units[k.split("(", 1)[0]] = UNITS[split_key(k)[1]]
+        return run
+
+    def _say(self, line: str) -> None:
+        if self.log is not None:
+            self.log(line)
+
+    def _count(self, side: Side, run: Run) -> None:
+        self._say(f"{side.label}: counting the instructions of {len(self.workloads)} "
+                  f"workloads in {side.python}")
+        counted, failed = counting.count(self.workloads, self.tables, python=side.python,
+                                         reuse_in=self.reuse_in,
+                                         log=lambda line: self._say(f"{side.label}: {line}"))
+        side.counted, side.count_failed = counted, failed
+        for name in self.workloads:
+            k = key(name, INSTRUCTIONS)
+            run.values[k] = float(counted[name].instructions) if name in counted \
+                else float("nan")
+
+    def _time(self, side: Side, names: list[str], run: Run) -> None:
+        request = json.dumps({"names": names, "tables": self.tables, "preset": PRESET,
+                              "seconds": self.seconds})
+        environ = {**os.environ, **allocation.ENVIRONMENT,
+                   "PYTHONPATH": str(self._sources), "TORCHPULSE_DEVICE": "cpu"}
+        environ.pop("PYTHONHOME", None)
+        try:
+            done = subprocess.run([side.python, "-m", "torchpulse.wall"], input=request,
+                                  env=environ, cwd=self._sources, capture_output=True,
+                                  text=True, check=False, timeout=WORKER_TIMEOUT)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise RunError(f"cannot time the workloads in {side.python}: {exc}") from None
+        lines = [json.loads(line) for line in done.stdout.splitlines()
+                 if line.startswith("{")]
+        if not lines or "torch" not in lines[0]:
+            why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            raise RunError(f"cannot time the workloads in {side.python}: {why}")
+        side.build = lines[0]
+        measured = {line["name"]: line for line in lines[1:] if "name" in line}
+        timed = 0
+        for name in names:
+            got = measured.get(name, {"error": "its process ended first"})
+            wall = got.get("wall") or []
+            run.values[key(name, SECONDS)] = statistics.median(wall) if wall else float("nan")
+            if wall:
+                run.samples[key(name, SECONDS)] = list(wall)
+                timed += 1
+            peak = got.get("peak_rss")
+            run.values[key(name, PEAK)] = float(peak) if peak else float("nan")
+        self._say(f"{side.label}: timed {timed} of {len(names)} workloads")
+
+
+def function_changes(a: Side, b: Side, workload: str):
+    """The functions behind a moved count: profiles.differences of the two sides' top
+    functions (what grew where the count grew, what shrank where it shrank)."""
+    from torchpulse.instructions import profiles
+
+    if workload not in a.counted or workload not in b.counted:
+        return ()
+    before, after = a.counted[workload], b.counted[workload]
+    direction = 1 if after.instructions >= before.instructions else -1
+    return profiles.differences(before.functions, after.functions, direction=direction)
