@@ -6,13 +6,15 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
 import pytest
 from asvproject import _git, package_repo
 
-from torchpulse.results import record
+from torchpulse.analysis.series import load_series
+from torchpulse.results import builds, record
 from torchpulse.results.project import Project
 
 WORK = {  # the package at each commit: the second does 4x the work and says it is build 2
@@ -66,12 +68,13 @@ def _install(repo: Path, sha: str, target: Path) -> None:
                     f"git+file://{repo}@{sha}"], check=True, capture_output=True, timeout=600)
 
 
-def _record(conf: Path, home: Path, site: Path | None, *args: str):
+def _record(conf: Path, home: Path, site: Path | None, *args: str,
+            python: str = sys.executable):
     env = {**os.environ, "HOME": str(home)}
     env.pop("PYTHONPATH", None)
     if site is not None:
         env["PYTHONPATH"] = str(site)
-    return subprocess.run([sys.executable, "-m", "torchpulse.cli", "record", "--package",
+    return subprocess.run([python, "-m", "torchpulse.cli", "record", "--package",
                            "fixturepkg", "--config", str(conf), "--machine", "e2e", *args],
                           env=env, capture_output=True, text=True, timeout=900)
 
@@ -98,10 +101,17 @@ def test_two_installed_builds_are_filed_at_their_commits_and_published(tmp_path)
     shas = _package_repo(repo)
     conf = _project(tmp_path / "proj", repo)
     results = tmp_path / "proj" / "results"
-    for name in ("A", "B"):
+    # B from a virtualenv of its own, at another path (this suite's packages through a .pth)
+    other = tmp_path / "venv-b"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(other)], check=True)
+    import torchpulse
+    (next(other.glob("lib/python3*/site-packages")) / "suite.pth").write_text(
+        f"{Path(torchpulse.__file__).resolve().parents[1]}\n"
+        f"{sysconfig.get_paths()['purelib']}\n")
+    for name, python in (("A", sys.executable), ("B", str(other / "bin" / "python"))):
         site = tmp_path / f"site-{name}"
         _install(repo, shas[name], site)
-        proc = _record(conf, tmp_path, site)
+        proc = _record(conf, tmp_path, site, python=python)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert f"as commit {shas[name][:12]} of main" in proc.stderr
     stored = _stored(results)
@@ -109,6 +119,19 @@ def test_two_installed_builds_are_filed_at_their_commits_and_published(tmp_path)
     # each commit's results come from the build of that commit, as installed
     assert stored[shas["A"]][0] == 1 and stored[shas["B"]][0] == 2
     assert all(time > 0 for _, time in stored.values())
+    # both builds are commits of one series: one environment, whatever their interpreters
+    envs = {json.loads(p.read_text())["env_name"] for p in results.glob("e2e/*.json")
+            if p.name != "machine.json"}
+    assert envs == {record.environment_name(Project.load(conf))}
+    series, _ = load_series(results, Project.load(conf).history())
+    (work,) = [s for s in series if s.key.benchmark == "bench_work.Work.track_build"]
+    assert [p.value for p in work.points] == [1, 2]
+    # the torch each build ran with, for the alert to name
+    import torch
+    for name in ("A", "B"):
+        build = builds.read(tmp_path / "proj", shas[name],
+                            record.environment_name(Project.load(conf)))
+        assert build is not None and build.version == torch.__version__
 
     proc = subprocess.run([sys.executable, "-m", "torchpulse.cli", "publish", "--config",
                            str(conf)], env={**os.environ, "HOME": str(tmp_path)},

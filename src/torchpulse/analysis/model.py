@@ -14,6 +14,7 @@ from torchpulse.analysis.disturbance import Canary
 from torchpulse.analysis.series import EXACT, Series, SeriesKey
 from torchpulse.analysis.settings import Settings
 from torchpulse.instructions.profiles import FunctionChange
+from torchpulse.results.builds import Build
 from torchpulse.results.gitrepo import History
 
 # A series' status, computed once here and shown the same by every report format, the
@@ -51,6 +52,9 @@ class Alert:
     # on an instruction series: the functions whose own instructions grew most from
     # ``previous_commit`` to ``commit`` (stored profiles, torchpulse.instructions.profiles)
     functions: tuple[FunctionChange, ...] = ()
+    # the torch builds `torchpulse record` measured ``previous_commit`` and ``commit`` with
+    # (torchpulse.results.builds), where it stored them
+    builds: tuple[Build | None, Build | None] = (None, None)
 
     @property
     def last(self) -> str:

@@ -18,6 +18,7 @@ from torchpulse.analysis.model import Alert, Report
 from torchpulse.analysis.series import COUNT, SeriesError, SeriesKey, load_series, rule_of
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.instructions import profiles
+from torchpulse.results import builds
 from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import GitError
 from torchpulse.results.project import Project
@@ -46,7 +47,7 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
     report = evaluate(series, history, settings=settings, since=since_sha,
                       history_mode=history_mode, off_branch_files=off_branch, canary=canary,
                       confirmed=confirmed, cache=verdicts_cache.Cache(where))
-    return with_functions(report, profiles.folder(project.root))
+    return with_builds(with_functions(report, profiles.folder(project.root)), project.root)
 
 
 def _workload(key: SeriesKey) -> str | None:
@@ -83,6 +84,23 @@ def with_functions(report: Report, where: Path) -> Report:
         found = profiles.differences(before[workload], after[workload])
         return dataclasses.replace(alert, functions=found) if found else alert
 
+    return dataclasses.replace(
+        report, alerts=[attach(a) for a in report.alerts],
+        checked=[dataclasses.replace(c, alert=attach(c.alert)) for c in report.checked])
+
+
+def with_builds(report: Report, root: Path) -> Report:
+    """``report`` with each alert naming the torch builds its two commits were recorded with
+    (results/builds.py: `torchpulse record` stores them), where they were."""
+    def attach(alert: Alert | None) -> Alert | None:
+        if alert is None:
+            return alert
+        found = (builds.read(root, alert.previous_commit, alert.key.env),
+                 builds.read(root, alert.commit, alert.key.env))
+        return dataclasses.replace(alert, builds=found) if any(found) else alert
+
+    if not (root / builds.FOLDER).is_dir():
+        return report
     return dataclasses.replace(
         report, alerts=[attach(a) for a in report.alerts],
         checked=[dataclasses.replace(c, alert=attach(c.alert)) for c in report.checked])

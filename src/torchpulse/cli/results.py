@@ -81,12 +81,20 @@ def cmd_record(args: argparse.Namespace) -> int:
     note("record", f"recording {said} as commit {sha[:12]} of {branch} in "
          f"{proj.local_repo()}, results into {proj.results_dir}")
     bench = args.bench or measured_on(default_device())
-    rc = record.run(record.asv_commands(proj, sha, bench, args.machine,
-                                        quick=args.quick), cwd=proj.root)
+    from torchpulse.results import builds
+
+    with record.recording(proj) as interpreter:
+        rc = record.run(record.asv_commands(proj, sha, bench, args.machine, quick=args.quick,
+                                            interpreter=interpreter), cwd=proj.root, sha=sha)
     if rc != 0:
         note("record", f"asv exited with {rc}")
         return rc
-    print(f"recorded commit {sha[:12]}: publish with `torchpulse publish --config "
+    build = record.torch_build()
+    if build is not None:
+        builds.write(proj.root, sha, record.environment_name(proj), build)
+    print(f"recorded commit {sha[:12]}"
+          f"{f' (torch {build.version}, {build.kind})' if build else ''} as environment "
+          f"{record.environment_name(proj)}: publish with `torchpulse publish --config "
           f"{args.config}`, then `torchpulse alert --config {args.config}`")
     return EXIT_OK
 

@@ -36,7 +36,12 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 # functions each): anything far larger is not one, and reading it would cost minutes and GBs
 MAX_STORED = 16 << 20
 MAX_INFLATED = 64 << 20
-_ENV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
+# asv's environment names: an existing environment's holds its interpreter's path with "_"
+# for "/" (existing-py_home_me_.asv_record_python)
+_ENV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")
+# the commit `torchpulse record` files its run at: asv sets no ASV_COMMIT for an existing
+# environment (it builds nothing)
+RECORD_COMMIT_ENV = "TORCHPULSE_RECORD_COMMIT"
 
 
 @dataclass(frozen=True)
@@ -117,9 +122,11 @@ def write(target: Path, commit: str, env: str, workloads: Mapping[str, Mapping[s
 def write_from_asv(workloads: Mapping[str, Mapping[str, int]],
                    instructions: Mapping[str, int]) -> Path | None:
     """In asv's benchmark process: store the profiles of the commit asv installed
-    ($ASV_COMMIT, $ASV_ENV_NAME) in the folder of the project asv runs from ($ASV_CONF_DIR).
-    None (nothing written) outside such a run."""
-    commit, env = os.environ.get("ASV_COMMIT", ""), os.environ.get("ASV_ENV_NAME", "")
+    ($ASV_COMMIT, or the one `torchpulse record` files its run at) and environment
+    ($ASV_ENV_NAME) in the folder of the project asv runs from ($ASV_CONF_DIR). None (nothing
+    written) outside such a run."""
+    commit = os.environ.get("ASV_COMMIT") or os.environ.get(RECORD_COMMIT_ENV, "")
+    env = os.environ.get("ASV_ENV_NAME", "")
     root = os.environ.get("ASV_CONF_DIR")
     target = path(folder(Path(root)), commit, env) if root or os.environ.get(FOLDER_ENV) \
         else None

@@ -3,6 +3,7 @@ finite or null."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -30,6 +31,8 @@ def to_json(report: Report) -> str:
         "functions": [{"name": f.name, "before": f.before, "after": f.after,
                        "change": f.change, "renamed_from": f.renamed_from}
                       for f in a.functions],
+        "builds": [dataclasses.asdict(b) if b else None for b in a.builds]
+        if any(a.builds) else None,
     } for a in report.alerts]
     verdicts = [{
         "benchmark": c.series.key.benchmark, "params": list(c.series.key.params),

@@ -8,6 +8,7 @@ from collections import defaultdict
 from torchpulse.analysis.model import TOO_FEW, UNSTABLE, Alert, Report
 from torchpulse.reports.phrases import (
     bisect_command,
+    builds_text,
     canary_lines,
     change,
     counts,
@@ -52,6 +53,8 @@ def to_markdown(report: Report) -> str:
                          f"{culprits} |")
         lines.append("")
         for a in alerts:
+            if builds_text(a):
+                lines += [f"Builds of {_md(a.key.name)}: {_md(builds_text(a))}", ""]
             if a.functions:
                 lines += [f"Functions of {_md(a.key.name)} that grew most (own instructions a "
                           "call):", "", "| function | before | after | change |",

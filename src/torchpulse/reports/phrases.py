@@ -75,6 +75,22 @@ def function_lines(alert: Alert, width: int = 100) -> list[str]:
             for f in alert.functions]
 
 
+def build_name(build) -> str:
+    """'torch 2.14.1+cu130 (CUDA 13.0, git 1a2b3c4d5e6f)': a recorded build."""
+    extra = [build.kind] + ([f"git {build.git_version[:12]}"] if build.git_version else []) \
+        + (["debug"] if build.debug else [])
+    return f"torch {build.version} ({', '.join(extra)})"
+
+
+def builds_text(alert: Alert) -> str:
+    """'' or the recorded builds either side of the change: 'torch 2.13.0+cpu (CPU) ->
+    torch 2.14.1+cu130 (CUDA 13.0)'."""
+    before, after = alert.builds
+    if before is None and after is None:
+        return ""
+    return " -> ".join(build_name(b) if b else "not recorded" for b in (before, after))
+
+
 def cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
 

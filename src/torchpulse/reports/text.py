@@ -7,6 +7,7 @@ from torchpulse.analysis.model import Report
 from torchpulse.reports.phrases import (
     after_text,
     bisect_command,
+    builds_text,
     canary_lines,
     change,
     counts,
@@ -39,6 +40,8 @@ def to_text(report: Report) -> str:
                      f"{culprits}")
         if a.drifts:
             lines.append(f"              a slow drift, not a step: {drift_text(a)}")
+        if builds_text(a):
+            lines.append(f"              builds: {builds_text(a)}")
         if a.functions:
             lines.append("              functions that grew most (own instructions a call):")
             lines += [f"                {line}" for line in function_lines(a)]

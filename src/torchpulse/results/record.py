@@ -18,17 +18,22 @@ Where the commit comes from:
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.metadata
 import importlib.util
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
+from torchpulse.files import write_text_atomically
+from torchpulse.results import builds
 from torchpulse.results.gitrepo import GitError
 from torchpulse.results.project import Project
 
@@ -86,6 +91,15 @@ def _pip_vcs_commit(dist: importlib.metadata.Distribution) -> str | None:
     return commit if isinstance(commit, str) else None
 
 
+def torch_build() -> builds.Build | None:
+    """The torch installed here, as its torch/version.py says (without importing it)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return builds.of_version_file(Path(next(iter(spec.submodule_search_locations)))
+                                  / "version.py")
+
+
 def installed_build(package: str) -> Build:
     """The installed ``package`` and the commit it comes from; RecordError when it does not
     say (an editable install, a wheel from an index, a build without git)."""
@@ -125,32 +139,73 @@ def resolve(project: Project, rev: str) -> tuple[str, str]:
                       "not show it")
 
 
+# where record keeps its launcher (``launcher``) and its lock, in the project
+RECORD_FOLDER = Path(".asv") / "record"
+
+
+def launcher(project: Project) -> Path:
+    """The interpreter path every record of ``project`` gives asv: asv names an "existing"
+    environment after its interpreter's path, so each virtualenv's builds formed a series
+    of their own and never met another build's; through one launcher at a fixed path of
+    the project (a two-line script that runs the interpreter at hand) every build of a
+    machine is a commit of one series."""
+    return project.root / RECORD_FOLDER / "python"
+
+
+def environment_name(project: Project) -> str:
+    """asv's name of the environment record files its runs under (asv's get_env_name for
+    an existing environment: the interpreter's path with "_" for "/")."""
+    return f"existing-py{str(launcher(project)).replace(os.path.sep, '_')}"
+
+
+@contextlib.contextmanager
+def recording(project: Project, python: str = sys.executable) -> Iterator[Path]:
+    """The launcher pointed at ``python``, held for one record at a time (a lock beside it:
+    another record of the project waits), written all or nothing."""
+    from filelock import FileLock
+
+    path = launcher(project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path.parent / "lock")):
+        write_text_atomically(path, f'#!/bin/sh\nexec {shlex.quote(python)} "$@"\n')
+        os.chmod(path, 0o755)
+        yield path
+
+
 def asv_commands(project: Project, sha: str, bench: str, machine: str | None,
-                 python: str = sys.executable, quick: bool = False) -> list[list[str]]:
+                 python: str = sys.executable, quick: bool = False,
+                 interpreter: Path | None = None) -> list[list[str]]:
     """The asv commands that record ``sha``: this machine's description, then the run in
-    this interpreter's environment."""
+    this interpreter's environment, named after ``interpreter`` (the launcher) when given."""
     asv = [python, "-m", "asv"]
     config = ["--config", str(project.config)]
     named = ["--machine", machine] if machine else []
-    run = [*asv, "run", *config, *named, "--environment", f"existing:{python}",
+    run = [*asv, "run", *config, *named, "--environment",
+           f"existing:{interpreter or python}",
            "--set-commit-hash", sha, "--record-samples", "--show-stderr", "--bench", bench]
     if quick:
         run.append("--quick")
     return [[*asv, "machine", "--yes", *config, *named], run]
 
 
-def asv_environment() -> dict[str, str]:
+def asv_environment(sha: str | None = None) -> dict[str, str]:
     """This process's environment for asv, with PYTHONPATH kept for the benchmarks (asv drops
-    it unless it comes as ASV_PYTHONPATH): they must see what this process sees."""
+    it unless it comes as ASV_PYTHONPATH): they must see what this process sees; and the
+    commit being recorded, for the instruction counts' function profiles (asv sets no
+    ASV_COMMIT in an existing environment)."""
+    from torchpulse.instructions.profiles import RECORD_COMMIT_ENV
+
     env = dict(os.environ)
     if env.get("PYTHONPATH") and "ASV_PYTHONPATH" not in env:
         env["ASV_PYTHONPATH"] = env["PYTHONPATH"]
+    if sha is not None:
+        env[RECORD_COMMIT_ENV] = sha
     return env
 
 
-def run(commands: list[list[str]], cwd: Path) -> int:
+def run(commands: list[list[str]], cwd: Path, sha: str | None = None) -> int:
     """Run ``commands`` in turn (output streamed); the first non-zero exit status, else 0."""
-    env = asv_environment()
+    env = asv_environment(sha)
     for command in commands:
         quiet = command[3] == "machine"  # its description of the machine is noise here
         proc = subprocess.run(command, cwd=cwd, env=env, check=False,

@@ -13,6 +13,7 @@ from torchpulse.analysis.model import STATUSES, Alert, Report
 from torchpulse.analysis.series import COUNT, SeriesKey
 from torchpulse.reports.phrases import (
     after_text,
+    builds_text,
     canary_lines,
     change,
     counts,
@@ -126,6 +127,7 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
                "disturbed machine" if a.disturbed_before else "")
             + (f'<br>measure it again: <code class="repro">{escape(repro_command(a))}</code>'
                if repro_command(a) else "")
+            + (f"<br>builds: {escape(builds_text(a))}" if builds_text(a) else "")
             + ('<details class="functions"><summary>functions that grew most (own '
                "instructions a call)</summary><ul>"
                + "".join(f"<li><code>{escape(line)}</code></li>"

@@ -1,0 +1,95 @@
+"""Which torch build a recorded commit was measured with: its version, git commit, CUDA version
+and debug flag, stored by `torchpulse record` beside asv's results (never in them: asv's
+files hold numbers only), one small JSON file per (commit, asv environment) in
+``<project>/.asv/builds/``, and read back by the alert, which names the builds on either
+side of a change. Derived data: a missing or damaged file only leaves the alert without the
+builds' names. Standard library only.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from torchpulse.files import read_regular, write_json_atomically
+
+FOLDER = Path(".asv") / "builds"
+_SHA = re.compile(r"[0-9a-f]{40}")
+_ENV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")
+_TEXT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")  # a version, a commit, a CUDA version
+MAX_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Build:
+    """A torch build as its torch/version.py says it."""
+
+    version: str
+    git_version: str | None = None
+    cuda: str | None = None
+    debug: bool = False
+
+    @property
+    def kind(self) -> str:
+        return f"CUDA {self.cuda}" if self.cuda else "CPU"
+
+
+def of_version_file(path: Path) -> Build | None:
+    """The build torch/version.py at ``path`` describes, parsed rather than imported (record
+    runs in the environment, but importing torch costs seconds); None when it cannot say."""
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = node.value.value
+    return _checked(found.get("__version__"), found.get("git_version"), found.get("cuda"),
+                    found.get("debug"))
+
+
+def _checked(version, git_version, cuda, debug) -> Build | None:
+    def text(value) -> str | None:
+        return value if isinstance(value, str) and _TEXT.fullmatch(value) else None
+
+    if text(version) is None:
+        return None
+    return Build(version, text(git_version), text(cuda), debug is True)
+
+
+def path(root: Path, commit: str, env: str) -> Path | None:
+    if not _SHA.fullmatch(commit) or not _ENV.fullmatch(env):
+        return None
+    return root / FOLDER / f"{commit}-{env}.json"
+
+
+def write(root: Path, commit: str, env: str, build: Build) -> Path | None:
+    """Store ``build`` for ``commit`` in ``env``, all or nothing; None for names no file may
+    have."""
+    target = path(root, commit, env)
+    if target is None:
+        return None
+    write_json_atomically(target, asdict(build))
+    return target
+
+
+def read(root: Path, commit: str, env: str) -> Build | None:
+    """The build stored for ``commit`` in ``env``, or None (none stored, or not one)."""
+    target = path(root, commit, env)
+    if target is None:
+        return None
+    try:
+        data = json.loads(read_regular(target, MAX_BYTES))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return _checked(data.get("version"), data.get("git_version"), data.get("cuda"),
+                    data.get("debug"))
