@@ -31,6 +31,10 @@ from torchpulse.results.external import MEASURED
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 DEFAULT_MAX_RUNS = 20
+# two environments: a round times every undecided workload in both (about 80 s for the 72
+# on 2 cores), after a first round that also counts them (about 5 minutes): 8 rounds keep
+# the answer within 15 minutes (docs/pytorch-builds.md)
+DEFAULT_MAX_RUNS_ENVIRONMENTS = 8
 
 
 @contextmanager
@@ -58,6 +62,8 @@ def _scratch(args: argparse.Namespace, command: str) -> Iterator[Path]:
 def _runs(args: argparse.Namespace, command: str, bench: str, workdir: Path):
     from torchpulse.culprit.runs import AsvRuns
 
+    if args.max_runs is None:
+        args.max_runs = DEFAULT_MAX_RUNS
     if args.max_runs < MIN_ROUNDS:
         raise UsageError(f"--max-runs must be at least {MIN_ROUNDS}, got {args.max_runs}")
     proj = project(args)
@@ -97,6 +103,8 @@ def _compare_environments(args: argparse.Namespace) -> int:
     if len(args.python) != 2 or args.base is not None:
         raise UsageError("compare two environments with exactly two --python options "
                          "(A, the reference, then B) and no BASE or HEAD")
+    if args.max_runs is None:
+        args.max_runs = DEFAULT_MAX_RUNS_ENVIRONMENTS
     if args.max_runs < MIN_ROUNDS:
         raise UsageError(f"--max-runs must be at least {MIN_ROUNDS}, got {args.max_runs}")
     for python in args.python:
@@ -192,9 +200,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_device_threshold(p)
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
                    help=f"chance of a wrong decision, per benchmark (default: {DEFAULT_ALPHA})")
-    p.add_argument("--max-runs", type=positive_int, default=DEFAULT_MAX_RUNS, metavar="N",
+    p.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
                    help=f"runs of each commit before a test gives up as undecided (at least "
-                   f"3; default: {DEFAULT_MAX_RUNS})")
+                   f"3; default: {DEFAULT_MAX_RUNS}, {DEFAULT_MAX_RUNS_ENVIRONMENTS} for two "
+                   "environments)")
     add_machine(p, "asv machine name (default: asv's, the host name)")
     add_config(p, "the repository, its environments and suites")
     p.add_argument("--keep-scratch", action="store_true",
