@@ -60,6 +60,18 @@ def keep_freed_memory(environ: MutableMapping[str, str] | None = None) -> bool:
     return True
 
 
+def release_freed_memory() -> bool:
+    """Give the memory this process has freed back to the kernel now (glibc's malloc_trim),
+    whatever the policy above: before a workload whose own peak memory is to be read, so
+    that what an earlier workload freed and the policy kept is not counted for it, nor
+    reused without showing. False where the C library is not glibc."""
+    libc = _glibc()
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True
+
+
 def page_faults(fn: Callable[[], object]) -> int:
     """Minor page faults this process took while ``fn()`` ran (memory it touched for the first
     time since the kernel gave it, or gave it again)."""

@@ -5,11 +5,13 @@ wall-time side of ``torchpulse compare --python A --python B``.
 
 The request names the workloads (workloads.py), the sizes table and the seconds of calls a
 workload gets. The first line out says which torch this process imported (its version, git
-commit, CUDA and debug flags); then, per workload as it is done, ``{"name", "wall": [seconds
-a call, one sample a call], "peak_rss": bytes}`` or ``{"name", "error"}``. ``peak_rss`` is
-the process's peak resident memory while the workload was built and run (Linux's VmHWM,
-reset before each workload through /proc/self/clear_refs): torch's own libraries included,
-which is what a new build's memory costs a user; None where the kernel cannot say.
+commit, CUDA and debug flags) and the memory resident once it had (``resident``: torch's own
+libraries, what a CUDA build costs every process); then, per workload as it is done,
+``{"name", "wall": [seconds a call, one sample a call], "peak_rss": bytes}`` or ``{"name",
+"error"}``. ``peak_rss`` is the workload's peak memory: the process's peak resident memory
+while the workload was built and run (Linux's VmHWM, reset through /proc/self/clear_refs)
+above what was resident before its build, once the memory earlier workloads freed was given
+back (allocation.release_freed_memory); None where the kernel cannot say.
 
 It runs in the environment being measured, from a copy of this torchpulse's sources, so
 both environments time the same workload code at the same sizes.
@@ -37,19 +39,29 @@ def build_identity() -> dict:
     return {"torch": torch.__version__, "git_version": getattr(torch.version, "git_version",
                                                                None),
             "cuda": torch.version.cuda, "debug": bool(getattr(torch.version, "debug", False)),
-            "python": sys.version.split()[0]}
+            "python": sys.version.split()[0], "resident": resident()}
 
 
-def peak_rss() -> int | None:
-    """The process's peak resident memory since the last ``reset_peak`` (bytes)."""
+def _status(field: str) -> int | None:
+    """A size from /proc/self/status, in bytes (None where there is none)."""
     try:
         with open("/proc/self/status") as status:
             for line in status:
-                if line.startswith("VmHWM:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def peak_rss() -> int | None:
+    """The process's peak resident memory since the last ``reset_peak`` (bytes)."""
+    return _status("VmHWM")
+
+
+def resident() -> int | None:
+    """The process's resident memory now (bytes)."""
+    return _status("VmRSS")
 
 
 def reset_peak() -> bool:
@@ -72,6 +84,7 @@ def measure_one(name: str, tables: dict, preset: str, seconds: float) -> dict:
     """One workload built, warmed up and timed on the CPU."""
     import torch
 
+    from torchpulse.allocation import release_freed_memory
     from torchpulse.timing import (
         RegionClock,
         freeze_long_lived_objects,
@@ -79,7 +92,10 @@ def measure_one(name: str, tables: dict, preset: str, seconds: float) -> dict:
     )
     from torchpulse.workloads import build
 
-    known = reset_peak()
+    gc.collect()
+    release_freed_memory()
+    resident_before = resident()
+    known = reset_peak() and resident_before is not None
     try:
         torch.manual_seed(0)
         region = build(name, tables, "cpu", preset)
@@ -95,7 +111,9 @@ def measure_one(name: str, tables: dict, preset: str, seconds: float) -> dict:
             before = clock()
             region.run(clock)
             wall.append(clock() - before)
-        return {"name": name, "wall": wall, "peak_rss": peak_rss() if known else None}
+        peak = peak_rss() if known else None
+        return {"name": name, "wall": wall,
+                "peak_rss": peak - resident_before if peak is not None else None}
     finally:
         release_long_lived_objects()
 

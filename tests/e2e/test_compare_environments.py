@@ -86,9 +86,10 @@ def test_two_environments_count_time_and_weigh_apart_and_a_moved_one_reuses_its_
         report["a"]["build"]["torch"]  # the same torch: only the plugin differs
     rows = {w["name"]: w for w in report["workloads"]}
     assert set(rows) == {"rnns/py/forward", "rnns/py/backward"}
+    assert report["a"]["build"]["resident"] > 50 * 2**20  # torch's libraries
     for row in rows.values():
         assert row["instructions"]["runs"] == 1  # one count a side decides
-        assert row["peak memory"]["a"] > 50 * 2**20  # torch's libraries are resident
+        assert row["peak memory"]["a"] > 0  # what the workload adds
     forward = rows["rnns/py/forward"]  # the backward region runs no matrix product
     assert forward["instructions"]["decision"] == "slower"
     assert forward["instructions"]["b"] > forward["instructions"]["a"] * 1.05

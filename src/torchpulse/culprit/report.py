@@ -137,6 +137,12 @@ def _build_name(side) -> str:
     return f"torch {b.get('torch')} ({', '.join(extra)})"
 
 
+def _resident(side) -> str:
+    """', 296 MiB resident once torch is imported': what every process of the build costs."""
+    got = side.build.get("resident") if side.build else None
+    return f", {human(got, 'bytes')} resident once torch is imported" if got else ""
+
+
 def _by_workload(c: Comparison) -> dict[str, dict[str, Outcome]]:
     from torchpulse.culprit.environments import split_key
 
@@ -175,7 +181,8 @@ def _environments_summary(c: Comparison, runs) -> list[str]:
         counts = {d: sum(o.decision == d for o in mine) for d in DECISIONS_SHOWN}
         said.append(f"{metric}: " + ", ".join(f"{n} {d}" for d, n in counts.items() if n))
     return [f"B {printable(_build_name(b))} against A {printable(_build_name(a))}",
-            f"  A: {printable(a.python)}", f"  B: {printable(b.python)}",
+            f"  A: {printable(a.python)}{_resident(a)}",
+            f"  B: {printable(b.python)}{_resident(b)}",
             f"{len(_by_workload(c))} workloads; " + "; ".join(said),
             f"(slower or faster beyond {c.threshold:.0%} on wall time and peak memory, "
             f"{c.count_threshold * 100:g}% on instruction counts; alpha {c.alpha:g}; "
