@@ -36,8 +36,11 @@ BASE_BIN=$(dirname "$(readlink -f "$HERE/.venv/bin/python")")
 run_b() {
     mkdir -p "$DIR/elsewhere"
     cd "$DIR/elsewhere"
+    # pip's settings are the machine's (PIP_FIND_LINKS names where this machine's CPU
+    # build of torch lies: without it pip took torch 2.13.0's CUDA build from the index,
+    # another torch, whose counts differed by up to 2.5 %)
     env -i HOME="$DIR/elsewhere" PATH="$BASE_BIN:/usr/bin:/bin" LANG=C.UTF-8 \
-        TORCHPULSE_COUNT_REUSE=no \
+        $(env | grep '^PIP_' | tr '\n' ' ') TORCHPULSE_COUNT_REUSE=no \
         PADDING="$(head -c 3000 /dev/zero | tr '\0' x)" \
         bash -c "cd '$B' && '$ASV' machine --yes --machine det-b >/dev/null && \
                  '$ASV' run --machine det-b --bench bench_instructions 'HEAD^!'" 2>&1 \
@@ -57,11 +60,13 @@ BASE_A=$(readlink -f "$A/.asv/env"/*/bin/python)
 BASE_B=$(readlink -f "$B/.asv/env"/*/bin/python)
 "$HERE/.venv/bin/python" - "$A/results/det-a" "$B/results/det-b" "$BASE_A" "$BASE_B" <<'EOF'
 import glob, json, sys
+from pathlib import Path
 
 def figures(folder):
     (path,) = [p for p in glob.glob(f"{folder}/*.json") if not p.endswith("machine.json")]
     data = json.load(open(path))
-    print(f"{folder}: python {data['python']}, made from {sys.argv[3 if 'det-a' in folder else 4]}")
+    torch = [p.name for p in Path(folder).parents[1].glob(".asv/env/*/lib/python*/site-packages/torch-*.dist-info")]
+    print(f"{folder}: python {data['python']}, made from {sys.argv[3 if 'det-a' in folder else 4]}, {torch}")
     columns = data["result_columns"]
     row = dict(zip(columns, data["results"]["bench_instructions.Instructions.track_instructions"]))
     names = [eval(p) for p in row["params"][0]]

@@ -417,3 +417,17 @@ def test_a_source_edited_while_it_is_counted_is_kept_as_it_was_counted(tmp_path,
     assert not counted_again()  # what the first count counted
     module.write_text("counted = 2  # edited while the count runs\n")
     assert not counted_again()  # the edit, counted by the second
+
+
+def test_another_interpreter_is_asked_what_its_counted_process_is_made_of(tmp_path):
+    """compare --python stages another environment: its base interpreter and import roots
+    come from running probe.py in it, never from this process."""
+    python, roots = normalised.target(sys.executable)
+    assert (python, roots) == (os.path.realpath(sys.executable), normalised.import_roots())
+    bare = tmp_path / "bare"
+    import subprocess
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    with pytest.raises(normalised.InterpreterError, match="cannot import torch"):
+        normalised.target(str(bare / "bin" / "python"))
+    with pytest.raises(normalised.InterpreterError, match="cannot run"):
+        normalised.target(str(tmp_path / "no-such-python"))

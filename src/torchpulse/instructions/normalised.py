@@ -25,8 +25,9 @@ or asv machine name:
 - a fixed environment: no variable of the caller's reaches it;
 - byte-code compiled from the stage's own paths, into the stage (``CACHE``), never the
   environment's ``__pycache__`` files, which hold the paths they were compiled at;
-- ``os.path.realpath`` that stops at the stage's links (stage_paths.py), so no path of the
-  environment's own location reaches its heap;
+- ``os.path.realpath`` that stops at the stage's links, and ``/proc/self/maps`` that names
+  the environment's files by their links (stage_paths.py), so no path of the environment's
+  own location reaches its heap;
 - the shared libraries it loads (the preloaded allocator, callgrind's helper) copied into the
   stage under fixed names (``<stage>/p/malloc.so``, ``helper.so``), not loaded from the cache
   under the caller's ``$HOME``: the loader keeps each path on the heap.
@@ -48,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.instructions import probe
+from torchpulse.instructions import probe, stage_paths
 
 # not $TMPDIR: a CI job's own temporary directory differs in length from one job to the next
 FIXED_TMP = "/tmp"
@@ -257,6 +258,9 @@ def stage(extra_environ: Mapping[str, str], *, preload: Path | None = None,
             link.symlink_to(folder, target_is_directory=True)
             links.append(link)
             origins[f"{LINKS}/{index:02d}"] = folder
+        # the counted process reads its mappings with these folders named by their links
+        (links_dir / stage_paths.TABLE).write_bytes(stage_paths.maps_table(
+            {f"{index:02d}": str(folder) for index, folder in enumerate(roots, start=1)}))
         environ = environment(root, links, extra_environ)
         if preload is not None:
             shutil.copyfile(preload, links_dir / PRELOAD_NAME)

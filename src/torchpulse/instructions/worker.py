@@ -405,12 +405,13 @@ def main(stage_dir: str, children: str, jobs: str) -> int:
 # the environment holds the path it was compiled at, and two asv environments identical but
 # for their paths counted up to 0.63 % apart for that alone (docs/instructions.md,
 # "Determinism"); a module imported later (a workload's build) is compiled in memory, from
-# the stage's path too. First of all, realpath is kept inside the stage's links
-# (stage_paths.py).
+# the stage's path too. First of all, realpath is kept inside the stage's links, and the
+# process's mappings read with the environment named by them (stage_paths.py).
 IMPORTS = """\
 import sys, threading
 import torchpulse.instructions.stage_paths
 torchpulse.instructions.stage_paths.stop_at_links(sys.argv[1] + "/p")
+torchpulse.instructions.stage_paths.show_maps_in_stage(sys.argv[1] + "/p")
 import torch, torch.func, torch.jit, torch.nn.utils.rnn, torch.autograd.functional
 torch.set_num_threads(1)
 import torchpulse.workloads, torchpulse.autograd.run, torchpulse.fastrnns.runners
