@@ -111,7 +111,14 @@ def test_the_counted_process_sees_nothing_of_its_callers_surroundings(tmp_path, 
         assert not any(p.name == "__pycache__" or p.suffix == ".pyc" for p in copied.rglob("*"))
         assert (copied / "compile" / "zoo.yaml").is_file()
         assert all(Path(link).parent == root / "p" for link in links)
-        assert all(Path(link).is_symlink() for link in links[1:])
+        # the environment's folders as trees of hard links: the kernel names what the
+        # process maps or resolves there by the stage's paths, not the environment's
+        import torch
+        torch_init = Path(torch.__file__).resolve()
+        mirrored = [Path(link) / "torch" / "__init__.py" for link in links[1:]
+                    if (Path(link) / "torch" / "__init__.py").exists()]
+        assert mirrored and not any(Path(link).is_symlink() for link in links[1:])
+        assert os.stat(mirrored[0]).st_ino == os.stat(torch_init).st_ino
         assert "SOMETHING_OF_THE_CALLERS" not in environ and environ["HOME"] == str(root)
         assert stage.python[0] == os.path.realpath(sys.executable)
         assert environ["LD_PRELOAD"] == str(root / "p" / "malloc.so")
@@ -122,6 +129,7 @@ def test_the_counted_process_sees_nothing_of_its_callers_surroundings(tmp_path, 
     assert sorted(p.name for p in cache.iterdir()) == ["callgrind-helper-4567.so",
                                                        "fixed-cost-malloc-0123.so"]
     assert Path(torchpulse.__file__).exists()  # the stage went, never what its links named
+    assert torch_init.exists()
 
 
 def test_without_valgrind_counting_fails_in_one_line(monkeypatch):
@@ -487,3 +495,66 @@ def test_the_counted_process_reads_byte_code_compiled_from_the_stages_paths(tmp_
         with pytest.raises(count.CountingError, match="cannot import what it counts: "
                            "ModuleNotFoundError"):
             count.compile_imports(stage)
+
+
+MAPS_PROBE = """
+import mmap, sys
+from torchpulse.instructions import stage_paths
+links, data, folder = sys.argv[1], sys.argv[2], sys.argv[3]
+stage_paths.show_maps_in_stage(links)
+with open(data, "rb") as f:
+    mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    with open("/proc/self/maps") as maps:
+        seen = maps.read()
+    print(len([line for line in seen.splitlines() if line.endswith("/lib/data.bin")]))
+    print(int(folder in seen), int(f"{links}/01/lib/data.bin" in seen))
+"""
+
+
+@pytest.mark.parametrize("where", ["e", "a/much/longer/path/of/an/environment/than/the/other"])
+def test_the_counted_process_reads_its_mappings_with_the_environment_named_by_its_link(
+        tmp_path, where):
+    """torch's import reads /proc/self/maps whole: the kernel names each mapped file by its
+    resolved path, and the string's length followed the environment's location (0.27 %
+    between two clones' asv environments)."""
+    from torchpulse.instructions import stage_paths
+
+    folder = tmp_path / where / "site-packages"
+    (folder / "lib").mkdir(parents=True)
+    (folder / "lib" / "data.bin").write_bytes(b"x" * 4096)
+    links = tmp_path / "stage" / normalised.LINKS
+    links.mkdir(parents=True)
+    (links / "01").symlink_to(folder)
+    table = stage_paths.maps_table({"01": str(folder.resolve())})
+    assert len(table) == stage_paths.TABLE_BYTES  # whatever the folder's length
+    (links / stage_paths.TABLE).write_bytes(table)
+    done = subprocess.run([sys.executable, "-c", MAPS_PROBE, str(links),
+                           str(links / "01" / "lib" / "data.bin"), str(folder.resolve())],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["1", "0", "1"]  # the link's name, never the folder's
+    with pytest.raises(ValueError, match="too long"):
+        stage_paths.maps_table({"01": "/" + "x" * stage_paths.SLOT})
+
+
+def test_an_environment_on_another_filesystem_is_linked_instead_of_mirrored(tmp_path,
+                                                                            monkeypatch):
+    folder = tmp_path / "site-packages"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "pkg" / "__init__.py").write_text("")
+    (folder / "pkg" / "alias.py").symlink_to("__init__.py")
+    assert normalised.mirror(folder, tmp_path / "mirrored")
+    assert os.stat(tmp_path / "mirrored" / "pkg" / "__init__.py").st_ino == \
+        os.stat(folder / "pkg" / "__init__.py").st_ino
+    assert os.readlink(tmp_path / "mirrored" / "pkg" / "alias.py") == "__init__.py"
+
+    def across(src, dst, **kwargs):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", across)
+    assert not normalised.mirror(folder, tmp_path / "elsewhere")
+    assert not (tmp_path / "elsewhere").exists()  # nothing half made
+    monkeypatch.setattr(normalised, "FIXED_TMP", str(tmp_path))
+    monkeypatch.setattr(normalised, "import_roots", lambda: [folder])
+    with normalised.stage({}) as stage:
+        assert (stage.root / "p" / "01").is_symlink()  # linked: stage_paths hides its path
+    assert (folder / "pkg" / "__init__.py").exists()
