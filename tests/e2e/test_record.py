@@ -185,6 +185,9 @@ def test_the_benchmarks_see_what_record_sees(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/opt/nightly/site")
     monkeypatch.delenv("ASV_PYTHONPATH", raising=False)
     assert record.asv_environment()["ASV_PYTHONPATH"] == "/opt/nightly/site"
+    # the commit, for the counts' function profiles (asv sets no ASV_COMMIT there)
+    from torchpulse.instructions.profiles import RECORD_COMMIT_ENV
+    assert record.asv_environment("a" * 40)[RECORD_COMMIT_ENV] == "a" * 40
     commands = record.asv_commands(Project.load(Path(__file__).parents[2] / "asv.conf.json"),
                                    "a" * 40, "^x", "m", python="/py")
     assert commands[0][:4] == ["/py", "-m", "asv", "machine"]

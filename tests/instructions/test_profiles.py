@@ -131,3 +131,19 @@ def test_an_improvement_lists_what_shrank_and_a_moved_symbol_is_netted_with_its_
 ])
 def test_a_rename_is_the_same_path_of_names_in_the_same_library(a, b, same):
     assert profiles.same_code(a, b) is same
+
+
+def test_a_recorded_builds_profiles_are_stored_at_the_commit_record_files(tmp_path,
+                                                                           monkeypatch):
+    """asv sets no ASV_COMMIT in the existing environment record runs in, whose name holds
+    its interpreter's path with "_" for "/": record passes the commit itself."""
+    monkeypatch.delenv("ASV_COMMIT", raising=False)
+    monkeypatch.delenv(profiles.FOLDER_ENV, raising=False)
+    monkeypatch.setenv("ASV_ENV_NAME", "existing-py_home_me_proj_.asv_record_python")
+    monkeypatch.setenv("ASV_CONF_DIR", str(tmp_path))
+    assert profiles.write_from_asv({"w": {"f": 1}}, {"w": 1}) is None  # no commit: nothing
+    monkeypatch.setenv(profiles.RECORD_COMMIT_ENV, SHA)
+    stored = profiles.write_from_asv({"w": {"f": 1}}, {"w": 1})
+    assert stored is not None and profiles.read(
+        profiles.folder(tmp_path), SHA, "existing-py_home_me_proj_.asv_record_python") == \
+        {"w": {"f": 1}}
