@@ -9,9 +9,10 @@ commit, CUDA and debug flags) and the memory resident once it had (``resident``:
 libraries, what a CUDA build costs every process); then, per workload as it is done,
 ``{"name", "wall": [seconds a call, one sample a call], "peak_rss": bytes}`` or ``{"name",
 "error"}``. ``peak_rss`` is the workload's peak memory: the process's peak resident memory
-while the workload was built and run (Linux's VmHWM, reset through /proc/self/clear_refs)
-above what was resident before its build, once the memory earlier workloads freed was given
-back (allocation.release_freed_memory); None where the kernel cannot say.
+while the workload was built and run (Linux's VmHWM, reset through /proc/self/clear_refs),
+once the memory earlier workloads freed was given back (allocation.release_freed_memory), so
+that it is torch's libraries and this workload, not what an earlier one kept; None where the
+kernel cannot say.
 
 It runs in the environment being measured, from a copy of this torchpulse's sources, so
 both environments time the same workload code at the same sizes.
@@ -94,8 +95,7 @@ def measure_one(name: str, tables: dict, preset: str, seconds: float) -> dict:
 
     gc.collect()
     release_freed_memory()
-    resident_before = resident()
-    known = reset_peak() and resident_before is not None
+    known = reset_peak()
     try:
         torch.manual_seed(0)
         region = build(name, tables, "cpu", preset)
@@ -111,9 +111,7 @@ def measure_one(name: str, tables: dict, preset: str, seconds: float) -> dict:
             before = clock()
             region.run(clock)
             wall.append(clock() - before)
-        peak = peak_rss() if known else None
-        return {"name": name, "wall": wall,
-                "peak_rss": peak - resident_before if peak is not None else None}
+        return {"name": name, "wall": wall, "peak_rss": peak_rss() if known else None}
     finally:
         release_long_lived_objects()
 

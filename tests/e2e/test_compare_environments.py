@@ -89,7 +89,8 @@ def test_two_environments_count_time_and_weigh_apart_and_a_moved_one_reuses_its_
     assert report["a"]["build"]["resident"] > 50 * 2**20  # torch's libraries
     for row in rows.values():
         assert row["instructions"]["runs"] == 1  # one count a side decides
-        assert row["peak memory"]["a"] > 0  # what the workload adds
+        # the process's peak while the workload ran: torch's libraries and the workload
+        assert row["peak memory"]["a"] >= report["a"]["build"]["resident"] * 0.9
     forward = rows["rnns/py/forward"]  # the backward region runs no matrix product
     assert forward["instructions"]["decision"] == "slower"
     assert forward["instructions"]["b"] > forward["instructions"]["a"] * 1.05

@@ -31,9 +31,9 @@ from torchpulse.results.external import MEASURED
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 DEFAULT_MAX_RUNS = 20
-# two environments: a round times every undecided workload in both (about 80 s for the 72
-# on 2 cores), after a first round that also counts them (about 5 minutes): 8 rounds keep
-# the answer within 15 minutes (docs/pytorch-builds.md)
+# two environments: a round times every undecided workload in both (about 90 s for the 72
+# on 2 cores), after a first round that also counts them (about 5 minutes): 8 rounds give
+# the answer in about 15 minutes (docs/pytorch-builds.md)
 DEFAULT_MAX_RUNS_ENVIRONMENTS = 8
 
 
