@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -79,8 +80,6 @@ class EnvironmentRuns:
         normalised.copy_sources(normalised.PACKAGE, self._sources / normalised.PACKAGE.name)
 
     def close(self) -> None:
-        import shutil
-
         shutil.rmtree(self._sources, ignore_errors=True)
 
     def __enter__(self) -> EnvironmentRuns:

@@ -10,7 +10,7 @@ import json
 
 from torchpulse.analysis import sequential
 from torchpulse.culprit.bisect import Bisection, odds
-from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
+from torchpulse.culprit.compare import DECISIONS, NOT_COMPARED, Comparison, Outcome
 from torchpulse.reports.phrases import cut, human
 from torchpulse.text import markdown_cell, printable, workflow_data
 
@@ -178,7 +178,7 @@ def _environments_summary(c: Comparison, runs) -> list[str]:
         mine = [o for o in c.outcomes if split_key(o.key)[1] == metric]
         if not mine:
             continue
-        counts = {d: sum(o.decision == d for o in mine) for d in DECISIONS_SHOWN}
+        counts = {d: sum(o.decision == d for o in mine) for d in DECISIONS}
         said.append(f"{metric}: " + ", ".join(f"{n} {d}" for d, n in counts.items() if n))
     return [f"B {printable(_build_name(b))} against A {printable(_build_name(a))}",
             f"  A: {printable(a.python)}{_resident(a)}",
@@ -187,10 +187,6 @@ def _environments_summary(c: Comparison, runs) -> list[str]:
             f"(slower or faster beyond {c.threshold:.0%} on wall time and peak memory, "
             f"{c.count_threshold * 100:g}% on instruction counts; alpha {c.alpha:g}; "
             f"{c.runs} runs)"]
-
-
-DECISIONS_SHOWN = (sequential.SLOWER, sequential.FASTER, sequential.EQUIVALENT,
-                   sequential.UNDECIDED, NOT_COMPARED)
 
 
 def _function_rows(c: Comparison, runs) -> list[tuple[str, Outcome, tuple]]:

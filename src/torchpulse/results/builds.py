@@ -37,13 +37,13 @@ class Build:
         return f"CUDA {self.cuda}" if self.cuda else "CPU"
 
 
-def of_version_file(path: Path) -> Build | None:
-    """The build torch/version.py at ``path`` describes, parsed rather than imported (record
-    runs in the environment, but importing torch costs seconds); None when it cannot say."""
+def version_fields(path: Path) -> dict[str, object]:
+    """The constants torch/version.py at ``path`` assigns ({} when it cannot be read),
+    parsed rather than imported: importing torch costs seconds."""
     try:
         tree = ast.parse(path.read_text())
     except (OSError, SyntaxError, ValueError):
-        return None
+        return {}
     found: dict[str, object] = {}
     for node in tree.body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant):
@@ -51,6 +51,12 @@ def of_version_file(path: Path) -> Build | None:
             for target in targets:
                 if isinstance(target, ast.Name):
                     found[target.id] = node.value.value
+    return found
+
+
+def of_version_file(path: Path) -> Build | None:
+    """The build torch/version.py at ``path`` describes; None when it cannot say."""
+    found = version_fields(path)
     return _checked(found.get("__version__"), found.get("git_version"), found.get("cuda"),
                     found.get("debug"))
 

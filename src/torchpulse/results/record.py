@@ -17,7 +17,6 @@ Where the commit comes from:
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import importlib.metadata
 import importlib.util
@@ -54,24 +53,20 @@ class Build:
     source: str  # where the commit was read
 
 
-def _torch_git_version() -> tuple[str, str] | None:
-    """(version, git_version) from torch/version.py, parsed rather than imported."""
+def _torch_version_file() -> Path | None:
+    """torch/version.py of the torch this interpreter would import, found without
+    importing it."""
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "version.py"
-    try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError, ValueError):
-        return None
-    found: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Name) and isinstance(node.value, ast.Constant) \
-                        and isinstance(node.value.value, str):
-                    found[target.id] = node.value.value
+    return Path(next(iter(spec.submodule_search_locations))) / "version.py"
+
+
+def _torch_git_version() -> tuple[str, str] | None:
+    """(version, git_version) from torch/version.py, parsed rather than imported."""
+    path = _torch_version_file()
+    found = {k: v for k, v in builds.version_fields(path).items() if isinstance(v, str)} \
+        if path is not None else {}
     if "git_version" not in found:
         return None
     return found.get("__version__", "?"), found["git_version"]
@@ -93,11 +88,8 @@ def _pip_vcs_commit(dist: importlib.metadata.Distribution) -> str | None:
 
 def torch_build() -> builds.Build | None:
     """The torch installed here, as its torch/version.py says (without importing it)."""
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return builds.of_version_file(Path(next(iter(spec.submodule_search_locations)))
-                                  / "version.py")
+    path = _torch_version_file()
+    return builds.of_version_file(path) if path is not None else None
 
 
 def installed_build(package: str) -> Build:
