@@ -7,9 +7,10 @@ The request names the workloads (workloads.py), the sizes table and the seconds 
 workload gets. The first line out says which torch this process imported (its version, git
 commit, CUDA and debug flags) and the memory resident once it had (``resident``: torch's own
 libraries, what a CUDA build costs every process); then, per workload as it is done,
-``{"name", "wall": [seconds a call, one sample a call], "peak_rss": bytes}`` or ``{"name",
-"error"}``. ``peak_rss`` is the workload's peak memory: the process's peak resident memory
-while the workload was built and run (Linux's VmHWM, reset through /proc/self/clear_refs),
+``{"name", "wall": [seconds a call, one sample a call], "peak_rss": bytes}`` (``peak_rss``
+only for the request's ``peak`` names, when it gives them) or ``{"name", "error"}``.
+``peak_rss`` is the workload's peak memory: the process's peak resident memory while the
+workload was built and run (Linux's VmHWM, reset through /proc/self/clear_refs),
 once the memory earlier workloads freed was given back (allocation.release_freed_memory), so
 that it is torch's libraries and this workload, not what an earlier one kept; None where the
 kernel cannot say.
@@ -81,8 +82,11 @@ def samples_for(call_s: float, seconds: float) -> int:
     return max(MIN_SAMPLES, min(MAX_SAMPLES, wanted))
 
 
-def measure_one(name: str, tables: dict, preset: str, seconds: float) -> dict:
-    """One workload built, warmed up and timed on the CPU."""
+def measure_one(name: str, tables: dict, preset: str, seconds: float,
+                peak: bool = True) -> dict:
+    """One workload built, warmed up and timed on the CPU; with ``peak``, its peak memory
+    too, for which what earlier workloads freed is given back first (the faults that costs
+    are spared a process that times only)."""
     import torch
 
     from torchpulse.allocation import release_freed_memory
@@ -94,8 +98,9 @@ def measure_one(name: str, tables: dict, preset: str, seconds: float) -> dict:
     from torchpulse.workloads import build
 
     gc.collect()
-    release_freed_memory()
-    known = reset_peak()
+    if peak:
+        release_freed_memory()
+    known = peak and reset_peak()
     try:
         torch.manual_seed(0)
         region = build(name, tables, "cpu", preset)
@@ -117,13 +122,16 @@ def measure_one(name: str, tables: dict, preset: str, seconds: float) -> dict:
 
 
 def measure(names: Iterable[str], tables: dict, preset: str, seconds: float,
-            emit: Callable[[dict], None]) -> None:
+            emit: Callable[[dict], None], peak: Iterable[str] | None = None) -> None:
     """Each of ``names`` in turn; ``emit`` gets its line as soon as it is measured (a
-    failure is the workload's own)."""
+    failure is the workload's own). ``peak``: the names whose peak memory is wanted (all
+    when None)."""
     emit(build_identity())
+    wanted = None if peak is None else set(peak)
     for name in names:
         try:
-            emit(measure_one(name, tables, preset, seconds))
+            emit(measure_one(name, tables, preset, seconds,
+                             peak=wanted is None or name in wanted))
         except Exception as exc:  # noqa: BLE001 (one workload's failure is its own)
             emit({"name": name, "error": "".join(
                 traceback.format_exception_only(exc)).strip().splitlines()[-1]})
@@ -136,7 +144,8 @@ def main() -> int:
     def emit(line: dict) -> None:
         print(json.dumps(line), flush=True)
 
-    measure(request["names"], request["tables"], request["preset"], request["seconds"], emit)
+    measure(request["names"], request["tables"], request["preset"], request["seconds"], emit,
+            peak=request.get("peak"))
     return 0
 
 

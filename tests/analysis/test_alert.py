@@ -283,3 +283,18 @@ def test_history_lists_a_drift_once_as_a_range_in_every_format(tmp_path, capsys,
             f"at {span['first'][:8]} (after {before[:8]})") in text
     assert alert(tmp_path, "--format", "markdown") == 1
     assert f"drift `{span['first'][:12]}`..`{span['last'][:12]}`" in capsys.readouterr().out
+
+
+def test_three_builds_a_side_alert_on_a_small_deterministic_step(tmp_path, capsys):
+    """Two torch builds recorded three times each: a count that steps +0.74 % is a
+    regression at a 0.5 % count threshold, for the alert and for --history alike."""
+    shas = evaluation_project.git_repo(tmp_path, 6)
+    name = "bench_instructions.Instructions.track_instructions"
+    declared = {name: evaluation_project.declare(["'w'"], "track", "instructions")}
+    evaluation_project.write(tmp_path, shas, declared, lambda c: [
+        (name, [1_000_000.0 if c < 3 else 1_007_400.0], [None])], [])
+    for extra in ([], ["--history"]):
+        assert alert(tmp_path, "--count-threshold", "0.5%", "--format", "json", *extra) == \
+            (0 if extra else 1)
+        (found,) = json.loads(capsys.readouterr().out)["alerts"]
+        assert found["commit"] == shas[3] and found["ratio"] == pytest.approx(1.0074)

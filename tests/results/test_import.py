@@ -1,7 +1,6 @@
 """`torchpulse import` into a results tree: merge, replace, safety, concurrency."""
 
 import json
-import multiprocessing
 import os
 import shutil
 from pathlib import Path
@@ -13,7 +12,6 @@ from paths import IMPORT_DATA
 from torchpulse.cli import main
 from torchpulse.results import store
 from torchpulse.results.external import STUBS
-from torchpulse.results.importers import Record
 
 DATA = IMPORT_DATA
 FWD = "external.bench_fastrnns.Fastrnns.time_forward"
@@ -270,18 +268,28 @@ def test_every_commit_of_a_machine_gets_the_same_graph_params(project):
     assert params[0] == params[1] == params[2]
 
 
-def _import_in_process(args):
-    results_dir, commit, runner, value = args
-    target = store.Target(Path(results_dir), "gpu1", commit, 1_700_000_000_000)
-    store.import_records(target, [Record("fastrnns", "time_forward", (runner,), value)])
+_IMPORT_ONE = """
+import sys
+from pathlib import Path
+from torchpulse.results import store
+from torchpulse.results.importers import Record
+results_dir, commit, runner, value = sys.argv[1:]
+target = store.Target(Path(results_dir), "gpu1", commit, 1_700_000_000_000)
+store.import_records(target, [Record("fastrnns", "time_forward", (runner,), float(value))])
+"""
 
 
 def test_concurrent_imports_lose_nothing(project):
+    import subprocess
+    import sys
+
+    # separate interpreters, as concurrent CI jobs are (a fork of a threaded test worker can
+    # deadlock in the child)
     runners = [f"r{i}" for i in range(12)]
-    jobs = [(str(project.results), project.main[-1], r, 0.001 * (i + 1))
-            for i, r in enumerate(runners)]
-    with multiprocessing.get_context("fork").Pool(4) as pool:
-        pool.map(_import_in_process, jobs)
+    procs = [subprocess.Popen([sys.executable, "-c", _IMPORT_ONE, str(project.results),
+                               project.main[-1], r, str(0.001 * (i + 1))])
+             for i, r in enumerate(runners)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * len(procs)
     _, rows = _results(project)
     for i, runner in enumerate(runners):
         assert _value(rows, FWD, runner) == pytest.approx(0.001 * (i + 1))

@@ -50,7 +50,7 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
     return with_builds(with_functions(report, profiles.folder(project.root)), project.root)
 
 
-def _workload(key: SeriesKey) -> str | None:
+def workload_of(key: SeriesKey) -> str | None:
     """The workload an instruction series counts: its one parameter, asv's repr string."""
     if len(key.params) != 1:
         return None
@@ -75,7 +75,7 @@ def with_functions(report: Report, where: Path) -> Report:
     def attach(alert: Alert | None) -> Alert | None:
         if alert is None or rule_of(alert.unit) != COUNT:
             return alert
-        workload = _workload(alert.key)
+        workload = workload_of(alert.key)
         before = profile(alert.previous_commit, alert.key.env)
         after = profile(alert.commit, alert.key.env)
         if workload is None or not before or not after or workload not in before \

@@ -77,6 +77,8 @@ def _prepare(runs, command: str) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    if args.stored:
+        return _compare_stored(args)
     if args.python:  # no asv project of --config: the current folder's is still guarded
         check_outputs(argparse.Namespace(output=args.output), files=("output",))
         return _compare_environments(args)
@@ -132,6 +134,31 @@ def _compare_environments(args: argparse.Namespace) -> int:
         if args.annotate:
             write_output(render_environments(result, runs, "github"), None)
     return EXIT_FAILED if result.slower else EXIT_OK
+
+
+def _compare_stored(args: argparse.Namespace) -> int:
+    """Two commits from the results stored for them (two recorded torch builds)."""
+    from torchpulse.culprit.report import render_stored
+    from torchpulse.culprit.stored import compare_stored
+
+    check_outputs(args, files=("output",))
+    if args.python or args.base is None or args.head is None:
+        raise UsageError("compare --stored needs BASE and HEAD (two recorded commits) and no "
+                         "--python")
+    if args.max_runs is not None or args.keep_scratch:
+        raise UsageError("compare --stored measures nothing: --max-runs and --keep-scratch "
+                         "do not apply")
+    bench = None if args.bench == MEASURED else args.bench
+    result = compare_stored(project(args), args.base, args.head, machine=args.machine,
+                            bench=bench, threshold=args.threshold, alpha=args.alpha,
+                            count_threshold=args.count_threshold,
+                            device_threshold=args.device_threshold)
+    write_output(render_stored(result, args.format), args.output)
+    if args.output and args.format != "text":
+        write_output(render_stored(result, "text"), None)
+    if args.annotate:
+        write_output(render_stored(result, "github"), None)
+    return EXIT_FAILED if result.comparison.slower else EXIT_OK
 
 
 def _compare(args: argparse.Namespace, workdir: Path) -> int:
@@ -232,6 +259,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--python", action="append", metavar="PYTHON",
                    help="an environment's interpreter, twice: A (the reference), then B; "
                    "each must import torch (this torchpulse's workloads run in both)")
+    p.add_argument("--stored", action="store_true",
+                   help="compare BASE and HEAD from the results already stored for them "
+                   "(two `torchpulse record`ed builds), measuring nothing: counts decide from "
+                   "one value a side, timed series from their stored samples; no five-commit "
+                   "wait as in the alert")
     p.add_argument("--workloads", metavar="WHICH", default="default",
                    help="with --python: default (72 of the 78 CPU workloads), all, core, or "
                    "comma-separated patterns of workload names (rnns/*,autograd/resnet18/*)")

@@ -95,8 +95,10 @@ class EnvironmentRuns:
             split_key(k)[0] for k in keys if split_key(k)[1] in (SECONDS, PEAK)))
         if keys is None and self.instructions:
             self._count(side, run)
+        peak = None if keys is None else [split_key(k)[0] for k in keys
+                                          if split_key(k)[1] == PEAK]
         if names:
-            self._time(side, names, run)
+            self._time(side, names, run, peak)
         for k in run.values:
             run.units[k.split("(", 1)[0]] = UNITS[split_key(k)[1]]
         return run
@@ -117,9 +119,13 @@ class EnvironmentRuns:
             run.values[k] = float(counted[name].instructions) if name in counted \
                 else float("nan")
 
-    def _time(self, side: Side, names: list[str], run: Run) -> None:
+    def _time(self, side: Side, names: list[str], run: Run,
+              peak: list[str] | None = None) -> None:
+        """Time ``names`` in one process of ``side``; their peak memory too, of those in
+        ``peak`` (all when None): once a workload's peak memory is decided, its later
+        processes skip what reading it costs."""
         request = json.dumps({"names": names, "tables": self.tables, "preset": PRESET,
-                              "seconds": self.seconds})
+                              "seconds": self.seconds, "peak": peak})
         environ = {**os.environ, **allocation.ENVIRONMENT,
                    "PYTHONPATH": str(self._sources), "TORCHPULSE_DEVICE": "cpu"}
         environ.pop("PYTHONHOME", None)
@@ -144,8 +150,9 @@ class EnvironmentRuns:
             if wall:
                 run.samples[key(name, SECONDS)] = list(wall)
                 timed += 1
-            peak = got.get("peak_rss")
-            run.values[key(name, PEAK)] = float(peak) if peak else float("nan")
+            if peak is None or name in peak:
+                got_peak = got.get("peak_rss")
+                run.values[key(name, PEAK)] = float(got_peak) if got_peak else float("nan")
         self._say(f"{side.label}: timed {timed} of {len(names)} workloads")
 
 

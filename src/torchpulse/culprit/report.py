@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 
 from torchpulse.analysis import sequential
+from torchpulse.analysis.defaults import MIN_ROUNDS
 from torchpulse.culprit.bisect import Bisection, odds
 from torchpulse.culprit.compare import DECISIONS, NOT_COMPARED, Comparison, Outcome
-from torchpulse.reports.phrases import cut, human
+from torchpulse.reports.phrases import build_name, cut, human
 from torchpulse.text import markdown_cell, printable, workflow_data
 
 
@@ -31,7 +32,10 @@ def _change(o: Outcome) -> str:
 
 
 def _level(c: Comparison) -> str:
-    return f"{(1 - sequential.per_look_alpha(c.alpha, c.max_rounds)) * 100:.2f} %"
+    # a comparison of stored results (one look, max_rounds 1) spends all of alpha at once
+    alpha = c.alpha if c.max_rounds < MIN_ROUNDS else sequential.per_look_alpha(
+        c.alpha, c.max_rounds)
+    return f"{(1 - alpha) * 100:.2f} %"
 
 
 def _headline(c: Comparison) -> str:
@@ -69,7 +73,7 @@ def compare_markdown(c: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compare_json(c: Comparison) -> str:
+def _compare_dict(c: Comparison) -> dict:
     def one(o: Outcome) -> dict:
         iv = o.interval
         return {"benchmark": o.key, "decision": o.decision, "runs": o.rounds,
@@ -78,10 +82,13 @@ def compare_json(c: Comparison) -> str:
                 "interval": [iv.ratio_low, iv.ratio_high] if iv else None,
                 "level": iv.level if iv else None}
 
-    return json.dumps({"base": c.base, "head": c.head, "threshold": c.threshold,
-                       "alpha": c.alpha, "max_runs": c.max_rounds, "runs": c.runs,
-                       "slower": len(c.slower),
-                       "benchmarks": [one(o) for o in c.outcomes]}, indent=2) + "\n"
+    return {"base": c.base, "head": c.head, "threshold": c.threshold, "alpha": c.alpha,
+            "max_runs": c.max_rounds, "runs": c.runs, "slower": len(c.slower),
+            "benchmarks": [one(o) for o in c.outcomes]}
+
+
+def compare_json(c: Comparison) -> str:
+    return json.dumps(_compare_dict(c), indent=2) + "\n"
 
 
 def compare_github(c: Comparison) -> str:
@@ -299,3 +306,88 @@ def render_environments(c: Comparison, runs, fmt: str) -> str:
         return compare_github(c)
     return {"text": environments_text, "markdown": environments_markdown,
             "json": environments_json}[fmt](c, runs)
+
+
+# ---- two recorded commits (torchpulse compare BASE HEAD --stored) -----------------------------
+
+def _stored_summary(s) -> list[str]:
+    from torchpulse.culprit.stored import canary_ratio
+
+    c = s.comparison
+    base, head = (build_name(b) if b else "build not recorded" for b in s.builds)
+    counts = {d: sum(o.decision == d for o in c.outcomes) for d in DECISIONS}
+    said = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
+    lines = [f"{c.head[:12]} ({head}) against {c.base[:12]} ({base})",
+             f"from the results stored on machine {s.machine}, nothing measured: {said} "
+             f"(threshold {c.threshold:.0%}, {c.count_threshold * 100:g}% on instruction "
+             f"counts, {c.device_threshold * 100:g}% on kernel time, alpha {c.alpha:g})",
+             "counts decided from one value a side; timed series from their records' "
+             "samples (one record a side: a machine slower for a whole record reads as "
+             "the build's change)"]
+    ratio = canary_ratio(c)
+    if ratio is not None:
+        lines.append(f"the machine canary moved {(ratio - 1) * 100:+.1f} % between the two "
+                     "records" + (": the timed verdicts are the machine's as much as the "
+                                  "build's" if abs(ratio - 1) > c.threshold else ""))
+    if s.one_sided:
+        lines.append(f"{s.one_sided} series recorded at only one of the two commits: "
+                     "not compared")
+    return lines
+
+
+def _stored_functions(s) -> list[tuple[Outcome, tuple, float]]:
+    return [(o, s.functions[o.key], (o.head or 0) - (o.base or 0))
+            for o in s.comparison.outcomes if s.functions.get(o.key)]
+
+
+def stored_text(s) -> str:
+    lines = [printable(line) for line in _stored_summary(s)] + [""]
+    lines += compare_text(s.comparison).splitlines()[2:]
+    moved = _stored_functions(s)
+    if moved:
+        lines += ["", "the functions behind the counts that moved (own instructions a call, "
+                  "head - base; grew where the count grew, shrank where it shrank):"]
+        for o, functions, total in moved:
+            lines.append(f"  {printable(o.key)}: {_ratio(o)}, {total:+,.0f} instructions")
+            lines += [f"    {printable(_function_line(f, total))}" for f in functions]
+    return "\n".join(lines) + "\n"
+
+
+def stored_markdown(s) -> str:
+    summary = _stored_summary(s)
+    lines = [f"## torchpulse compare: {markdown_cell(summary[0])}", "",
+             *(f"- {markdown_cell(line)}" for line in summary[1:]), ""]
+    lines += compare_markdown(s.comparison).splitlines()[4:]
+    for o, functions, total in _stored_functions(s):
+        lines += ["", f"**{markdown_cell(o.key)}**: {markdown_cell(_ratio(o))} "
+                  f"({total:+,.0f} instructions a call)", "",
+                  "| change | share | function | base | head | was |",
+                  "|---:|---:|---|---:|---:|---|"]
+        lines += [f"| {f.change:+,} | {f.change / total:.0%} | {markdown_cell(cut(f.name, 120))} "
+                  f"| {f.before:,} | {f.after:,} | "
+                  f"{markdown_cell(cut(f.renamed_from, 120)) if f.renamed_from else ''} |"
+                  for f in functions if total]
+    return "\n".join(lines) + "\n"
+
+
+def stored_json(s) -> str:
+    from dataclasses import asdict
+
+    from torchpulse.culprit.stored import canary_ratio
+
+    data = _compare_dict(s.comparison)
+    data.update({
+        "stored": True, "machine": s.machine, "one_sided": s.one_sided,
+        "canary_ratio": canary_ratio(s.comparison),
+        "builds": {"base": asdict(s.builds[0]) if s.builds[0] else None,
+                   "head": asdict(s.builds[1]) if s.builds[1] else None},
+        "functions": {k: [{"name": f.name, "base": f.before, "head": f.after,
+                           "change": f.change, "renamed_from": f.renamed_from}
+                          for f in found] for k, found in s.functions.items()}})
+    return json.dumps(data, indent=2) + "\n"
+
+
+def render_stored(s, fmt: str) -> str:
+    if fmt == "github":
+        return compare_github(s.comparison)
+    return {"text": stored_text, "markdown": stored_markdown, "json": stored_json}[fmt](s)

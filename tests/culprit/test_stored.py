@@ -1,0 +1,135 @@
+"""`torchpulse compare BASE HEAD --stored`: two recorded builds compared from their stored
+results, without the alert's five commits a side and without measuring anything."""
+
+import json
+
+import pytest
+from clirun import exit_code
+
+from torchpulse.analysis import sequential
+from torchpulse.culprit.stored import compare_stored, welch
+from torchpulse.evaluation import project as synthetic_project
+from torchpulse.instructions import profiles
+from torchpulse.results import builds
+from torchpulse.results.project import Project
+
+COUNTS = "bench_instructions.Instructions.track_instructions"
+TIME = "bench_rnns.LSTM.time_forward"
+PEAK = "bench_cnns.ResNet.peakmem_forward"
+CANARY = "_canary.MachineCanary.time_reference"
+ONLY_HEAD = "bench_new.New.time_new"
+ENV = synthetic_project.ENV
+
+
+def _samples(level, n=20, spread=0.01):
+    # a fixed, symmetric spread around the level: the same on every machine
+    return [level * (1 + spread * ((i % 5) - 2) / 2) for i in range(n)]
+
+
+def _rows(c):
+    rows = [
+        (COUNTS, [1_000_000.0, 500_000.0] if c == 0 else [920_000.0, 500_100.0], [None, None]),
+        (TIME, [0.010 if c == 0 else 0.0115], [_samples(0.010 if c == 0 else 0.0115)]),
+        (PEAK, [3e8 if c == 0 else 6e8], [[3e8] * 3 if c == 0 else [6e8] * 3]),
+        (CANARY, [0.0087], [_samples(0.0087)]),
+    ]
+    if c == 1:
+        rows.append((ONLY_HEAD, [1.0], [_samples(1.0)]))
+    return rows
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    """Two commits, each standing for a recorded torch build, with what `record` stores."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    shas = synthetic_project.git_repo(root, 2)
+    declared = {
+        COUNTS: synthetic_project.declare(["'rnns/py/forward'", "'rnns/aten/forward'"],
+                                          "track", "instructions"),
+        TIME: synthetic_project.declare(["'cpu'"], "time", "seconds"),
+        PEAK: synthetic_project.declare(["'resnet18'"], "memory", "bytes"),
+        CANARY: synthetic_project.declare(["'x'"], "time", "seconds"),
+        ONLY_HEAD: synthetic_project.declare(["'x'"], "time", "seconds"),
+    }
+    synthetic_project.write(root, shas, declared, _rows, [])
+    builds.write(root, shas[0], ENV, builds.Build("2.13.0+cpu", "c" * 40))
+    builds.write(root, shas[1], ENV, builds.Build("2.14.1+cu130", "d" * 40, "13.0"))
+    where = profiles.folder(root)
+    profiles.write(profiles.path(where, shas[0], ENV), shas[0], ENV,
+                   {"rnns/py/forward": {"take_gil": 300_000, "empty_tensor_restride": 200_000,
+                                        "other": 500_000}}, {"rnns/py/forward": 1_000_000})
+    profiles.write(profiles.path(where, shas[1], ENV), shas[1], ENV,
+                   {"rnns/py/forward": {"take_gil": 250_000, "empty_tensor_restride": 170_000,
+                                        "other": 500_000}}, {"rnns/py/forward": 920_000})
+    return root, shas
+
+
+def test_two_recorded_builds_are_decided_from_their_stored_results(recorded):
+    root, (base, head) = recorded
+    got = compare_stored(Project.load(root / "asv.conf.json"), base, head)
+    by = {o.key: o for o in got.comparison.outcomes}
+    assert by[f"{COUNTS}('rnns/py/forward')"].decision == sequential.FASTER
+    assert by[f"{COUNTS}('rnns/aten/forward')"].decision == sequential.EQUIVALENT
+    assert by[f"{TIME}('cpu')"].decision == sequential.SLOWER
+    iv = by[f"{TIME}('cpu')"].interval
+    assert iv.ratio_low < 1.15 < iv.ratio_high
+    assert by[f"{PEAK}('resnet18')"].decision == sequential.SLOWER  # twice the bytes
+    assert by[f"{CANARY}('x')"].decision == sequential.EQUIVALENT
+    assert got.one_sided == 1 and f"{ONLY_HEAD}('x')" not in by
+    assert got.builds[0].version == "2.13.0+cpu" and got.builds[1].cuda == "13.0"
+    # what shrank behind the faster count, largest first, netting to its change
+    names = [f.name for f in got.functions[f"{COUNTS}('rnns/py/forward')"]]
+    assert names == ["take_gil", "empty_tensor_restride"]
+
+
+def test_the_command_prints_the_table_the_builds_and_the_functions(recorded, capsys, tmp_path):
+    root, (base, head) = recorded
+    conf = str(root / "asv.conf.json")
+    assert exit_code(["compare", base, head, "--stored", "--config", conf]) == 1
+    out = capsys.readouterr().out
+    assert "torch 2.14.1+cu130 (CUDA 13.0, git dddddddddddd)" in out
+    assert "torch 2.13.0+cpu (CPU, git cccccccccccc)" in out
+    assert "the machine canary moved +0.0 %" in out
+    assert "1 series recorded at only one of the two commits" in out
+    assert "-50,000 (62% of the change)  take_gil (300,000 -> 250,000)" in out
+    report = tmp_path / "stored.json"
+    assert exit_code(["compare", base, head, "--stored", "--config", conf, "--format", "json",
+                      "--output", str(report)]) == 1
+    data = json.loads(report.read_text())
+    assert data["stored"] is True and data["slower"] == 2 and data["one_sided"] == 1
+    assert data["builds"]["head"]["version"] == "2.14.1+cu130"
+    assert [f["name"] for f in data["functions"][f"{COUNTS}('rnns/py/forward')"]] == [
+        "take_gil", "empty_tensor_restride"]
+    # the alert cannot judge two commits: this is what --stored is for
+    assert exit_code(["alert", "--config", conf]) == 0
+    assert "too few commits" in capsys.readouterr().out
+    # a selection, as asv's --bench
+    assert exit_code(["compare", base, head, "--stored", "--config", conf,
+                      "--bench", "^bench_instructions"]) == 0
+    assert "bench_rnns" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["nope", "HEAD"], "unknown commit 'nope'"),
+    (["HEAD"], "needs BASE and HEAD"),
+    (["HEAD~1", "HEAD", "--max-runs", "5"], "measures nothing"),
+    (["HEAD~1", "HEAD", "--python", "/bin/true"], "no --python"),
+    (["HEAD~1", "HEAD", "--machine", "other"], "unknown machine 'other'"),
+    (["HEAD~1", "HEAD", "--bench", "^nothing"], "no series was recorded at both"),
+])
+def test_bad_input_is_one_line_and_exit_2(recorded, capsys, argv, said):
+    root, _ = recorded
+    before = {p: p.read_bytes() for p in (root / "results").rglob("*") if p.is_file()}
+    assert exit_code(["compare", *argv, "--stored", "--config", str(root / "asv.conf.json")]) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1
+    assert {p: p.read_bytes() for p in (root / "results").rglob("*") if p.is_file()} == before
+
+
+def test_welch_interval():
+    assert welch([0.0], [1.0, 1.0], 0.05) is None
+    same = welch([0.0, 0.0], [0.1, 0.1], 0.05)
+    assert same.low == same.high == pytest.approx(0.1)
+    iv = welch([0.0, 0.01, -0.01, 0.0], [0.1, 0.12, 0.08, 0.1], 0.05)
+    assert iv.low < 0.1 < iv.high and iv.mean == pytest.approx(0.1)
