@@ -275,6 +275,8 @@ def test_an_interrupted_run_leaves_the_results_as_they_were(project, built, stop
         dashboard.run(project, dashboard.Options(publish=False), asv=asv, say=say)
     assert tree_bytes(project.results_dir) == before
     assert any("rolled back (1 file(s) restored, 1 removed)" in line for line in said), said
+    # rolled back, the commits are whole as before: nothing for the next dashboard to redo
+    assert not (project.root / dashboard.IN_FLIGHT_FILE).exists()
 
 
 def test_series_left_without_a_verdict_are_counted_with_their_commits():
@@ -458,3 +460,114 @@ def test_cli_refuses_an_output_inside_the_results(project, capsys):
     assert code == 2 and capsys.readouterr().err.count("\n") == 1
     assert target.read_bytes() == before
     assert json.loads(before)  # still asv's file
+
+
+def test_an_import_while_the_dashboard_measures_waits_and_survives_its_roll_back(
+        project, tmp_path):
+    """`import` during a dashboard's asv run waits for the results lock (saying so) instead
+    of writing between asv's files; the dashboard stopped (SIGTERM) rolls back its own
+    writes only, and the import then stores its file and its benchmarks.json entry."""
+    from paths import IMPORT_DATA
+
+    fake = tmp_path / "fake_asv.py"
+    fake.write_text(FAKE_ASV)
+    started = tmp_path / "started"
+    env = {**os.environ, "TORCHPULSE_ASV": f"{sys.executable} {fake}",
+           "FAKE_RESULTS": str(project.results_dir / "fakemachine"),
+           "FAKE_STARTED": str(started)}
+    dash = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "dashboard", "--config",
+                             str(project.config), "--no-publish", "HEAD^!"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    imp = None
+    try:
+        deadline = time.monotonic() + 300  # generous: only for a dashboard that hangs
+        while not started.exists() or not started.read_text():
+            assert dash.poll() is None, dash.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        imp = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "import", "oss",
+                                str(IMPORT_DATA / "oss.json"), "--unit", "ms", "--config",
+                                str(project.config), "--commit", "HEAD", "--machine", "gpu1"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        waiting = imp.stderr.readline()  # said before it waits: the lock is the dashboard's
+        assert "waiting for another command writing" in waiting
+        assert imp.poll() is None
+        dash.send_signal(signal.SIGTERM)
+        out, _ = dash.communicate(timeout=300)
+        _, err = imp.communicate(timeout=300)
+    finally:
+        for proc in (dash, imp):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+    assert dash.returncode == 130 and "rolled back" in out
+    assert imp.returncode == 0, err
+    head = synthetic.history(project.root)[-1]
+    (imported,) = project.results_dir.glob(f"gpu1/{head[:8]}-*.json")
+    assert json.loads(imported.read_text())["commit_hash"] == head
+    declared = json.loads((project.results_dir / "benchmarks.json").read_text())
+    assert any(name.startswith("external.") for name in declared)
+    assert not list((project.results_dir / "fakemachine").glob("*"))  # the run's own: gone
+
+
+def test_commits_a_killed_dashboard_left_half_measured_are_measured_again_in_full(
+        project, tmp_path):
+    """kill -9 of a dashboard and its asv: no roll-back can run, and the results file asv
+    had begun holds some rounds only. The next dashboard measures that commit again in
+    full (no --skip-existing-successful) before the rest, and says why."""
+    fake = tmp_path / "fake_asv.py"
+    fake.write_text(FAKE_ASV)
+    started = tmp_path / "started"
+    env = {**os.environ, "TORCHPULSE_ASV": f"{sys.executable} {fake}",
+           "FAKE_RESULTS": str(project.results_dir / "fakemachine"),
+           "FAKE_STARTED": str(started)}
+    dash = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "dashboard", "--config",
+                             str(project.config), "--no-publish", "HEAD^!"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300  # generous: only for a dashboard that hangs
+        while not started.exists() or not started.read_text():
+            assert dash.poll() is None, dash.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        marker = json.loads((project.root / dashboard.IN_FLIGHT_FILE).read_text())
+    finally:
+        dash.kill()  # then what it started, which holds its output open
+        for pid in _processes_running(str(fake)) + [int(started.read_text() or 0)]:
+            if pid:
+                os.kill(pid, signal.SIGKILL)
+        dash.communicate()
+    head = synthetic.history(project.root)[-1]
+    assert list((project.results_dir / "fakemachine").glob(f"{head[:8]}-*"))  # half written
+    assert marker == {"machine": None, "commits": [head]}
+    recorder, measured = fake_asv(project, []), []
+
+    def asv(args, env):  # the commits of each run, read while it runs
+        if args[0] == "run":
+            hashfile = next(a[len("HASHFILE:"):] for a in args if a.startswith("HASHFILE:"))
+            measured.append((Path(hashfile).read_text().split(),
+                             "--skip-existing-successful" in args))
+        return recorder(args, env)
+
+    said, say = lines()
+    dashboard.run(project, dashboard.Options(publish=False), asv=asv, say=say)
+    assert measured[0] == ([head], False)
+    assert measured[1][1] and len(measured[1][0]) > 1
+    assert any("measuring 1 commit(s) again in full" in line for line in said), said
+    # measured in full now: a third dashboard does not measure it again
+    recorder = fake_asv(project, [])
+    dashboard.run(project, dashboard.Options(publish=False), asv=recorder, say=say)
+    assert all("--skip-existing-successful" in args
+               for args, _ in recorder.calls if args[0] == "run")
+
+
+def _processes_running(text: str) -> list[int]:
+    """The processes whose command line holds ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and entry.name != str(os.getpid()):
+            try:
+                if text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found

@@ -6,6 +6,7 @@ the site, and judge with the alert. `make dashboard`, the CI gate and the Makefi
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shlex
@@ -24,9 +25,9 @@ from torchpulse.analysis.defaults import DEFAULT_NEWEST, REMEASURE_PASSES
 from torchpulse.analysis.model import TOO_FEW, Report
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.errors import TorchpulseError
-from torchpulse.files import restore, snapshot, write_text_atomically
+from torchpulse.files import read_regular, restore, snapshot, write_text_atomically
 from torchpulse.instructions import summary
-from torchpulse.results import asv_results, gitrepo
+from torchpulse.results import asv_results, gitrepo, store
 from torchpulse.results.external import measured_on
 from torchpulse.results.project import Project
 from torchpulse.results.record import asv_environment
@@ -34,6 +35,11 @@ from torchpulse.results.record import asv_environment
 COMMITS_FILE = Path(".asv") / "dashboard-commits.txt"  # beside the config, as the ledger
 REMEASURE_FILE = Path(".asv") / "disturbed.txt"
 LOCK_FILE = Path(".asv") / "dashboard.lock"  # held while a dashboard runs (one_at_a_time)
+# the commits an asv run of the dashboard is measuring, written before it starts and removed
+# when it has ended or been rolled back: found by the next dashboard, it names the commits a
+# killed one (kill -9, a lost machine) left with some of their rounds only
+IN_FLIGHT_FILE = Path(".asv") / "dashboard-in-flight.json"
+_SHA = re.compile(r"[0-9a-f]{40}")
 
 # exit codes: the alert's (0 none, 1 regressions), or 3 when no regression was found but a
 # benchmark failed to run (as the CI gate has always said)
@@ -218,8 +224,16 @@ def _run(project: Project, options: Options, asv: Asv, say: Callable[[str], None
     say(f"== measuring {len(commits)} commit(s) {_span(commits)} (preset {preset}, samples "
         "recorded; commits already measured in full are skipped)")
     bench = options.bench or measured_on(_device())
-    failed = _measure(project, commits, bench, ["--skip-existing-successful"],
-                      config + named, env, asv, say, COMMITS_FILE)
+    failed = False
+    cut = [c for c in cut_short(project.root, options.machine) if _on_branches(project, c)]
+    _in_flight(project.root, options.machine, cut)  # a commit no branch holds is let go
+    if cut:
+        say(f"== measuring {len(cut)} commit(s) again in full ({_span(cut)}): a dashboard "
+            "was killed while it measured them, and their results hold some rounds only")
+        failed |= _measure(project, cut, bench, [], config + named, env, asv, say,
+                           COMMITS_FILE, machine=options.machine)
+    failed |= _measure(project, commits, bench, ["--skip-existing-successful"],
+                       config + named, env, asv, say, COMMITS_FILE, machine=options.machine)
     for number in range(1, REMEASURE_PASSES + 1):
         plan = remeasure.plan(project, done=done, window=set(commits),
                               machine=options.machine, branch=options.branch,
@@ -234,7 +248,8 @@ def _run(project: Project, options: Options, asv: Asv, say: Callable[[str], None
         say(f"== measuring {len(plan.remeasure.commits)} commit(s) again, pass {number} of "
             f"{REMEASURE_PASSES}: a disturbed machine, or a step seen in one run only")
         failed |= _measure(project, list(plan.remeasure.commits), plan.remeasure.bench_regex(),
-                           [], config + named, env, asv, say, REMEASURE_FILE)
+                           [], config + named, env, asv, say, REMEASURE_FILE,
+                           machine=options.machine)
     if options.publish:
         from torchpulse.site import assets, publish
 
@@ -259,6 +274,14 @@ def _run(project: Project, options: Options, asv: Asv, say: Callable[[str], None
     if failed:
         say("== a benchmark failed to run (asv's message is above); the site shows it failed")
     return outcome
+
+
+def _on_branches(project: Project, sha: str) -> bool:
+    try:
+        project.commit_on_branches(sha)
+    except gitrepo.GitError:
+        return False
+    return True
 
 
 def _device() -> str:
@@ -288,12 +311,54 @@ def _unjudged(found: Report, window: set[str]) -> tuple[int, tuple[str, ...]]:
     return count, tuple(sorted(commits, key=lambda x: order.get(x, -1)))
 
 
+def cut_short(root: Path, machine: str | None) -> list[str]:
+    """The commits a killed dashboard of ``machine`` left measured in part (IN_FLIGHT_FILE):
+    [] when there is none, it is another machine's, or it cannot be read (it only ever adds
+    work: a damaged one is dropped)."""
+    path = root / IN_FLIGHT_FILE
+    try:
+        data = json.loads(read_regular(path, 1 << 20))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict) or data.get("machine") != machine:
+        return []
+    commits = data.get("commits")
+    if not isinstance(commits, list):
+        return []
+    return [c for c in commits if isinstance(c, str) and _SHA.fullmatch(c)]
+
+
 def _measure(project: Project, commits: list[str], bench: str, extra: list[str],
              named: list[str], env: dict[str, str], asv: Asv, say: Callable[[str], None],
-             hashfile: Path) -> bool:
+             hashfile: Path, machine: str | None = None) -> bool:
     """One `asv run` of ``commits``; True when it exited non-zero. Interrupted or killed, the
     results it wrote are rolled back: results/ holds what it held before, so what is stored
-    is whole commits measured with every round."""
+    is whole commits measured with every round. Killed with the dashboard (no roll-back
+    possible), the in-flight file it leaves names the commits for the next one."""
+    if not commits:
+        return False
+    before = cut_short(project.root, machine)  # half measured already: still so if we stop
+    _in_flight(project.root, machine, list(dict.fromkeys(before + commits)))
+    try:
+        failed = _measured(project, commits, bench, extra, named, env, asv, say, hashfile)
+    except BaseException:  # rolled back: this run's commits are as they were
+        _in_flight(project.root, machine, before)
+        raise
+    _in_flight(project.root, machine, [c for c in before if c not in commits])
+    return failed
+
+
+def _in_flight(root: Path, machine: str | None, commits: list[str]) -> None:
+    path = root / IN_FLIGHT_FILE
+    if commits:
+        write_text_atomically(path, json.dumps({"machine": machine, "commits": commits}))
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _measured(project: Project, commits: list[str], bench: str, extra: list[str],
+              named: list[str], env: dict[str, str], asv: Asv, say: Callable[[str], None],
+              hashfile: Path) -> bool:
     path = project.root / hashfile
     write_text_atomically(path, "".join(f"{c}\n" for c in commits))
     args = ["run", *named, "--record-samples", "--interleave-rounds", "--show-stderr", *extra,
@@ -301,7 +366,11 @@ def _measure(project: Project, commits: list[str], bench: str, extra: list[str],
     fd, counts_log = tempfile.mkstemp(prefix="torchpulse-counts-", suffix=".jsonl")
     os.close(fd)
     try:
-        with _rolled_back_unless_whole(project.results_dir, commits, say):
+        # the results lock keeps import, merge and record out while asv writes, so a roll-back
+        # undoes this run's writes only
+        with store.locked(project.results_dir, waiting=lambda: say(
+                "== waiting for another command writing the results to finish")), \
+                _rolled_back_unless_whole(project.results_dir, commits, say):
             rc = asv(args, {**env, summary.ENV: counts_log})
             if rc < 0:  # killed by a signal: its last results file may be half written
                 raise DashboardError(f"asv run was killed (signal {-rc}); the results it "

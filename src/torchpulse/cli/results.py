@@ -82,8 +82,9 @@ def cmd_record(args: argparse.Namespace) -> int:
          f"{proj.local_repo()}, results into {proj.results_dir}")
     bench = args.bench or measured_on(default_device())
     from torchpulse.results import builds
+    from torchpulse.results.store import locked
 
-    with record.recording(proj) as interpreter:
+    with record.recording(proj) as interpreter, locked(proj.results_dir):
         rc = record.run(record.asv_commands(proj, sha, bench, args.machine, quick=args.quick,
                                             interpreter=interpreter), cwd=proj.root, sha=sha)
     if rc != 0:

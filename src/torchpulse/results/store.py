@@ -13,7 +13,8 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from torchpulse.errors import TorchpulseError
 from torchpulse.files import remove_leftovers, restore, snapshot, write_json_atomically
 from torchpulse.results import asv_results, external
 from torchpulse.results.importers import Record
+from torchpulse.text import printable
 
 NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 MACHINE_FIELDS = ("arch", "cpu", "machine", "num_cpu", "os", "ram")
@@ -44,19 +46,33 @@ def check_name(value: str, what: str) -> str:
 
 
 @contextmanager
-def locked(results_dir: Path) -> Iterator[None]:
+def locked(results_dir: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
     """An exclusive lock on the results directory itself (flock on its descriptor: no lock
-    file is left behind), held while reading, merging and writing. Taking it removes the
-    scratch files of writers killed before (``files.remove_leftovers``)."""
+    file is left behind), held while reading, merging and writing by every command that
+    writes results: import, merge, record and the dashboard's asv run (whose roll-back on
+    an interrupt may then undo only its own writes). ``waiting`` is called once when
+    another writer holds it (default: a line on stderr), before waiting for it. Taking it
+    removes the scratch files of writers killed before (``files.remove_leftovers``)."""
     results_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(results_dir, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            (waiting or _say_waiting(results_dir))()
+            fcntl.flock(fd, fcntl.LOCK_EX)
         remove_leftovers(results_dir)  # of writers killed before: none can be live now
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _say_waiting(results_dir: Path) -> Callable[[], None]:
+    def say() -> None:
+        print(f"torchpulse: waiting for another command writing {printable(str(results_dir))} "
+              "(a dashboard, import, merge or record) to finish", file=sys.stderr, flush=True)
+    return say
 
 
 def read_json_object(path: Path) -> dict:
