@@ -292,3 +292,68 @@ def test_a_key_that_is_not_a_plain_file_of_its_own_leaves_the_index_unused(proje
         assert len(key.read_bytes()) == 32 and key.stat().st_mode & 0o777 == 0o600
     else:
         assert key.is_symlink() or key.is_fifo()
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o620])
+def test_a_planted_key_others_could_know_is_replaced_and_rows_sealed_with_it_rebuilt(
+        project, mode):
+    """Someone who can write the project's folder but is not its user planted 32 bytes they
+    know as the key, and resealed a forged row with it (the adversarial run's "0 of 25
+    regressions"): a key that others may read or write is not torchpulse's, so it is
+    replaced, and the forged row does not match the new one."""
+    import os
+    import time
+
+    from torchpulse.results import seal
+
+    path, _ = project
+    for file in (path / "results").rglob("*.json"):  # not racy: read from the index
+        os.utime(file, (time.time() - 60, time.time() - 60))
+    where = results_index.location(path, path / "results")
+    direct = _load(path, None)
+    assert _load(path, where) == direct
+    known = b"k" * 32
+    key = where.parent / "key"
+    key.write_bytes(known)
+    key.chmod(mode)
+    con = sqlite3.connect(where)
+    generation = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+    row = list(con.execute("SELECT * FROM files WHERE rowid = 1").fetchone())
+    row[6] = con.execute("SELECT commit_hash FROM files WHERE rowid = 2").fetchone()[0]
+    row[-1] = seal.seal(seal.derived(known, generation), *row[:-1])
+    con.execute("DELETE FROM files WHERE rowid = 1")
+    con.execute(f"INSERT INTO files VALUES ({', '.join('?' * len(row))})", row)
+    con.commit()
+    con.close()
+    assert _load(path, where) == direct
+    assert key.read_bytes() != known and key.stat().st_mode & 0o777 == 0o600
+
+
+def test_rows_of_two_builds_of_the_index_never_mix(project):
+    """Two snapshots of the index, each sealed with the same key, built from nothing at
+    different times: the series of one with the files of the other were read as one index
+    (every regression on the wrong machine). Each build seals with its own generation."""
+    import os
+    import shutil
+    import time
+
+    path, _ = project
+    for file in (path / "results").rglob("*.json"):
+        os.utime(file, (time.time() - 60, time.time() - 60))
+    where = results_index.location(path, path / "results")
+    direct = _load(path, None)
+    assert _load(path, where) == direct
+    first = where.with_name("first.sqlite")
+    shutil.copy(where, first)
+    where.unlink()
+    assert _load(path, where) == direct  # built again: another generation
+    con = sqlite3.connect(where)
+    second = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+    con.execute("ATTACH DATABASE ? AS first", (str(first),))
+    con.executescript("DELETE FROM series; INSERT INTO series SELECT * FROM first.series;")
+    con.commit()
+    con.close()
+    assert _load(path, where) == direct
+    con = sqlite3.connect(where)
+    assert con.execute("SELECT value FROM meta WHERE key = 'generation'"
+                       ).fetchone()[0] != second  # found out, and built again

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import sqlite3
 import stat
 import struct
@@ -40,7 +41,7 @@ import numpy as np
 from torchpulse.errors import TorchpulseError
 from torchpulse.results import asv_results, seal
 
-FORMAT = "5"
+FORMAT = "6"  # 6: rows sealed with their generation's key
 RACY = 2.0  # seconds: a file this close to its indexing is read again next time
 _HEADER = struct.Struct("<qq")  # a packed file: its rows, its samples
 
@@ -262,6 +263,7 @@ def _open(path: Path, fresh: bool = False) -> sqlite3.Connection:
         got = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         if got is None and not con.execute("SELECT 1 FROM files LIMIT 1").fetchone():
             con.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+            con.execute("INSERT INTO meta VALUES ('generation', ?)", (secrets.token_hex(16),))
             got = (FORMAT,)
     except sqlite3.DatabaseError:  # not an index: damaged, or a file of something else
         got = None
@@ -271,6 +273,15 @@ def _open(path: Path, fresh: bool = False) -> sqlite3.Connection:
             raise sqlite3.DatabaseError(f"{path}: cannot build an index there")
         return _open(path, fresh=True)
     return con
+
+
+def _generation_key(con: sqlite3.Connection, key: bytes) -> bytes:
+    """The key this build of the index seals its rows with (seal.derived): rows of another
+    build, however well sealed there, do not match it."""
+    got = con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    if got is None or not isinstance(got[0], str) or len(got[0]) != 32:
+        raise Damaged("the index has no generation")
+    return seal.derived(key, got[0])
 
 
 def _stored_ids(con: sqlite3.Connection, key: bytes) -> _Ids:
@@ -302,6 +313,11 @@ def update(path: Path, results_dir: Path, machines: list[str], key: bytes,
     those new or changed since, forgetting those gone), in one transaction, its new rows
     sealed with ``key``; ``fresh``: built anew."""
     con = _open(path, fresh=fresh)
+    try:
+        key = _generation_key(con, key)
+    except Damaged:
+        con.close()
+        raise
     current = _files(results_dir, machines)
     stored, racy = {}, set()
     for p, *sig, indexed in con.execute(
@@ -370,6 +386,7 @@ def read(con: sqlite3.Connection, machines: list[str], key: bytes) -> Table:
     row checked against its seal as it is read."""
     con.execute("BEGIN")
     try:
+        key = _generation_key(con, key)
         files, rows, samples = [], 0, 0
         for p, commit, env, params, n, m, size in con.execute(
                 "SELECT path, commit_hash, env, params, nrows, nsamples, length(packed) "

@@ -7,14 +7,22 @@ every check of form and gave wrong verdicts on every later run. Each row now car
 ``seal(key, *its fields)``; a row whose seal does not match is damage: the index is built
 again from the results files, a verdict computed again.
 
-The key is 32 random bytes in the caches' folder, readable by its owner only, made on
-first use. It guards against damage and against edits made without reading it; whoever can
-read the key can forge a row, as whoever can write the results files can change what they
-say -- the files stay the source of truth, the caches only have to say the same.
+The key is 32 random bytes in the caches' folder, made on first use, a regular file of
+the user running torchpulse that no one else may read or write (mode 0600): a key that is
+not -- a link, another user's file, one others may read or write, one of the wrong size --
+is replaced by a new one, and every row sealed with the old one is built again. So another
+user who can write the project's folder cannot plant a key they know. A cache seals its rows
+with a key of its own generation (``derived``): the index makes a new generation each time
+it is built from nothing, so rows of two builds of it (two snapshots of the file, their
+series numbered differently) never match each other. It guards against damage and against
+edits made by anyone who cannot read the key; whoever runs as the same user can read it and
+forge a row, as they can change the results files themselves -- the files stay the source
+of truth, the caches only have to say the same.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import secrets
@@ -45,14 +53,30 @@ def key(folder: Path) -> bytes:
 
 
 def _read(where: Path) -> bytes:
-    # no link followed, no FIFO waited on, no more than a key's bytes read
-    fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    """The key's bytes; b"" (a key to replace) where the file is not one this user alone
+    made: another user's, or one others may read or write. A link or what is not a regular
+    file is an OSError (no link followed, no FIFO waited on, no more than a key read)."""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fd = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(f"{where}: a link; the caches are not used") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise OSError(f"{where}: not a regular file; the caches are not used")
+        if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            return b""
         return os.read(fd, KEY_BYTES + 1)
     finally:
         os.close(fd)
+
+
+def derived(key: bytes, generation: str) -> bytes:
+    """The key a cache of ``generation`` seals its rows with."""
+    return hashlib.blake2b(generation.encode(), key=key, digest_size=KEY_BYTES,
+                           person=b"generation").digest()
 
 
 def _make(where: Path, replace: bool) -> None:
