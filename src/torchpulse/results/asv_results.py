@@ -75,13 +75,19 @@ def _checked_rows(results: Results) -> dict[str, list[Row]]:
 
 def check_tree(results_dir: Path) -> None:
     """ResultsFileError unless every JSON file asv reads in ``results_dir`` (its machines'
-    files, benchmarks.json) is a regular file of bounded size inside the tree: asked before
-    asv or torchpulse reads the tree (asv would wait on a FIFO for good and read a link to
+    files, benchmarks.json) is a regular file of bounded size inside the tree, and no
+    machine's folder is a link out of it: asked before asv or torchpulse reads the tree or
+    writes into it (asv would wait on a FIFO for good and read a link to
     /dev/zero until the memory runs out; a link out of the tree reads another program's
     file as a result). Cheap: one stat a file, nothing read."""
     if not results_dir.is_dir():
         return
     inside = results_dir.resolve()
+    for folder in results_dir.iterdir():  # a machine's folder linked elsewhere: read or
+        # written through, it is another program's folder
+        if folder.is_symlink() and inside not in folder.resolve().parents:
+            raise ResultsFileError(f"{folder}: a link out of the results tree; not read or "
+                                   "written through: remove it")
     for path in [results_dir / "benchmarks.json", *sorted(results_dir.glob("*/*.json"))]:
         try:
             check_regular(path, RESULTS_FILE_BYTES)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.files import write_json_atomically
-from torchpulse.results import names
+from torchpulse.results import asv_results, names
 from torchpulse.results.store import (
     BENCHMARKS_JSON,
     StoreError,
@@ -97,11 +97,13 @@ def merge_trees(sources: list[Path], into: Path) -> MergeSummary:
         raise StoreError(f"{into} is both a source and the destination")
     if into.exists() and not into.is_dir():
         raise StoreError(f"--into {into}: exists and is not a directory")
-    for src in sources:
+    for src in sources:  # no FIFO, device, oversized file or link out of the tree
+        asv_results.check_tree(src)
         _check_source(src)
     summary = MergeSummary()
     created = not into.exists()
     with locked(into):
+        asv_results.check_tree(into)
         trees = [into, *sources]
         machines: dict[str, tuple[dict, Path]] = {}
         for tree in trees:

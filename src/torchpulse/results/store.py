@@ -304,6 +304,7 @@ def import_groups(groups: list[tuple[Target, list[Record]]], replace: bool = Fal
         raise StoreError("nothing to import")
     (results_dir,) = {target.results_dir for target, _ in groups}
     with locked(results_dir):
+        asv_results.check_tree(results_dir)  # never written through a link out of it
         machines: dict[str, dict[str, object]] = {}
         new_machines: set[str] = set()
         staged = []
