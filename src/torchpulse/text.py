@@ -14,6 +14,11 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() or c == "\n" else ascii(c)[1:-1] for c in text)
 
 
+def one_line(text: str) -> str:
+    """``printable`` with line breaks escaped too: a message that must stay one line."""
+    return printable(text).replace("\n", "\\n")
+
+
 def markdown_cell(text: str) -> str:
     """Text for a markdown cell: HTML escaped, markdown punctuation and table pipes
     backslash-escaped, so a name renders as itself and never as markup."""

@@ -85,11 +85,20 @@ def test_every_error_of_torchpulse_has_the_one_base():
     assert outside == INTERNAL_SIGNALS
 
 
-def test_a_library_error_is_one_line_and_exit_2(capsys):
+def test_a_library_error_is_one_line_and_exit_2(capsys, tmp_path):
     # a config that is not there: the error comes from deep in results/, not from the CLI
-    assert main(["alert", "--config", "/nonexistent/asv.conf.json"]) == EXIT_USAGE
+    assert main(["alert", "--config", str(tmp_path / "missing" / "asv.conf.json")]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("torchpulse alert: error: ") and err.count("\n") == 1
+    # what the user typed, a line break and an escape sequence in it, stays one plain line
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "asv.conf.json").write_text('{"version": 1, "repo": ".", "branches": ["main"]}')
+    assert main(["record", "--config", str(tmp_path / "asv.conf.json"),
+                 "--commit", "HEAD\nx\x1b[2J"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "HEAD\\nx" in err
 
 
 def test_usage_errors_are_one_line_and_exit_2(capsys):

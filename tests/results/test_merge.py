@@ -1,6 +1,7 @@
 """`torchpulse merge`: results trees from several machines or shards into one."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,29 @@ def test_no_link_out_of_a_tree_is_followed_and_no_fifo_waited_on(project, tmp_pa
     assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
     if where != "fifo in a source":
         assert _snapshot(tree) == before
+
+
+def test_no_escape_sequence_from_a_tree_reaches_the_terminal(project, tmp_path, capsys):
+    """A machine folder named with ESC[2J was printed raw in alert's, export's and merge's
+    error lines; a merged commit_hash holding one went raw into asv publish's output."""
+    a, into = tmp_path / "a", tmp_path / "into"
+    _import(project, a, "gpu1", "oss", DATA / "oss.json")
+    (a / "evil\x1b[2J").mkdir()
+    (a / "evil\x1b[2J" / "machine.json").write_bytes((a / "gpu1" / "machine.json").read_bytes())
+    conf = str(project.conf)
+    for argv in (["alert", "--config", conf, "--results-dir", str(a), "--machine", "x"],
+                 ["export", "pytorch-v3", "--config", conf, "--results-dir", str(a),
+                  "--machine", "x", "--output", str(tmp_path / "out.json")],
+                 ["merge", str(a), "--into", str(into)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "\x1b" not in err, (argv, err)
+    shutil.rmtree(a / "evil\x1b[2J")
+    stored = next((a / "gpu1").glob("*-external.json"))
+    data = json.loads(stored.read_text())
+    data["commit_hash"] = "\x1b[2J" + data["commit_hash"][4:]
+    stored.write_text(json.dumps(data))
+    assert main(["merge", str(a), "--into", str(into)]) == 2
+    err = capsys.readouterr().err
+    assert "commit_hash is not a commit's 40 hex digits" in err and "\x1b" not in err
+    assert not into.exists()

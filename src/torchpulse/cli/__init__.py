@@ -38,6 +38,7 @@ from torchpulse.cli import (
 )
 from torchpulse.cli.args import EXIT_USAGE, Parser
 from torchpulse.errors import TorchpulseError
+from torchpulse.text import one_line
 
 GROUPS = (dashboard, fastrnns, results, alerts, culprit, fleet, site, autograd, dynamo)
 
@@ -60,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
         return code
     except TorchpulseError as exc:
-        print(f"torchpulse {args.command}: error: {exc}", file=sys.stderr)
+        # names from results files, paths, git's words: never an escape sequence, one line
+        print(f"torchpulse {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("torchpulse: interrupted", file=sys.stderr)

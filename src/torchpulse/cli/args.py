@@ -24,6 +24,7 @@ from torchpulse.analysis.defaults import (
 )
 from torchpulse.errors import TorchpulseError
 from torchpulse.presets import PRESETS
+from torchpulse.text import one_line, printable
 
 if TYPE_CHECKING:
     from torchpulse.analysis.settings import Settings
@@ -45,7 +46,7 @@ class Parser(argparse.ArgumentParser):
     """argparse that reports a usage error in one line (no usage block), exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see --help)\n")
 
 
 # --------------------------------------------------------------------------- argument types
@@ -272,4 +273,4 @@ def write_output(text: str, output: str | None, option: str = "--output") -> Non
 
 def note(command: str, text: str) -> None:
     """A line on stderr, prefixed with the command."""
-    print(f"torchpulse {command}: {text}", file=sys.stderr, flush=True)
+    print(f"torchpulse {command}: {printable(text)}", file=sys.stderr, flush=True)

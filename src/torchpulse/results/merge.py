@@ -10,6 +10,7 @@ tree whose names or machine details would be markup on the site is refused.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,9 @@ def _trees(sources: list[Path]) -> None:
                              "<machine>/machine.json)")
 
 
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
 def _check_source(tree: Path) -> None:
     """A foreign tree's names are checked at the door: what reaches the site's pages (machine
     names and details, environment names, benchmark names, parameter names and values) must
@@ -54,6 +58,9 @@ def _check_source(tree: Path) -> None:
         validate_machine_info(name, read_json_object(path), str(path))
     for rel, path in _result_files(tree).items():
         data = read_json_object(path)
+        commit = data.get("commit_hash")
+        if not (isinstance(commit, str) and _SHA.fullmatch(commit)):
+            raise StoreError(f"{path}: its commit_hash is not a commit's 40 hex digits")
         if names.has_infinite(data.get("results")):
             raise StoreError(f"{path}: holds an infinite value (asv's publish cannot handle "
                              "one)")
