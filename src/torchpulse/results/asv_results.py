@@ -69,8 +69,22 @@ def _checked_rows(results: Results) -> dict[str, list[Row]]:
                 isinstance(axis, list) and all(isinstance(v, str) for v in axis)
                 for axis in grid)):
             raise TypeError(f"the parameters of {name} are not lists of text")
-        out[name] = list(rows(results, name))
+        version = results.benchmark_version.get(name)
+        if version is not None and not isinstance(version, str):
+            raise TypeError(f"the version of {name} is not text")
+        found = list(rows(results, name))
+        for _, value, samples in found:
+            if not (value is None or _number(value)):
+                raise TypeError(f"a value of {name} is not a number")
+            if samples is not None and not (isinstance(samples, list) and all(
+                    x is None or _number(x) for x in samples)):
+                raise TypeError(f"the samples of {name} are not a list of numbers")
+        out[name] = found
     return out
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
 
 
 def check_tree(results_dir: Path) -> None:

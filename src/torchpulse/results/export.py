@@ -57,10 +57,10 @@ def _unquote(value: str) -> str:
 
 def _runner(machine: dict) -> dict:
     def count(key: str) -> int:
-        try:
-            return int(str(machine.get(key, "0")))
-        except ValueError:
-            return 0
+        """A whole number machine.json gives as text; 0 where it is none or past any
+        machine's (a 400-digit ram overflowed the division below)."""
+        text = str(machine.get(key, "0")).strip()
+        return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else 0
 
     ram = count("ram")
     return {"name": str(machine.get("machine", "")), "type": str(machine.get("machine", "")),
@@ -81,7 +81,7 @@ def _values(value: object, samples: object) -> list[float]:
 def _record(name: str, combo: tuple[str, ...], values: list[float], unit: str | None,
             param_names: list[str]) -> dict:
     module_class, _, method = name.rpartition(".")
-    if module_class == f"{SUITE_DIR}.{_PYTORCH.module}.{_PYTORCH.cls}":
+    if module_class == f"{SUITE_DIR}.{_PYTORCH.module}.{_PYTORCH.cls}" and len(combo) == 2:
         series, metric = (_unquote(v) for v in combo)
         fields = series_fields(series)
         if method == "track_inverse":

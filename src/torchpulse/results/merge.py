@@ -57,6 +57,7 @@ def _check_source(tree: Path) -> None:
         name = check_name(path.parent.name, f"{path.parent}: machine name")
         validate_machine_info(name, read_json_object(path), str(path))
     for rel, path in _result_files(tree).items():
+        asv_results.load(path)  # a file every reader takes: its columns, values, versions
         data = read_json_object(path)
         commit = data.get("commit_hash")
         if not (isinstance(commit, str) and _SHA.fullmatch(commit)):
