@@ -79,7 +79,8 @@ def test_export_of_imported_v3_records_cut_to_one_parameter_axis(tree, tmp_path)
     root, _ = tree
     conf = str(root / "asv.conf.json")
     v3 = tmp_path / "v3.json"
-    assert main(["export", "pytorch-v3", "HEAD~1..HEAD", "--config", conf, "--output", str(v3)]) == 0
+    assert main(["export", "pytorch-v3", "HEAD~1..HEAD", "--config", conf,
+                 "--output", str(v3)]) == 0
     assert main(["import", "pytorch-v3", str(v3), "--config", conf, "--commit", "HEAD",
                  "--machine", "v3"]) == 0
     (stored,) = (root / "results" / "v3").glob("*-*.json")
