@@ -93,3 +93,36 @@ def test_with_suites_the_project_runs_torchpulses_own_suites_too(tmp_path):
     assert not any(n.startswith(("external.", "harness.")) for n in names)
     without = scaffold.files(scaffold.plan(tmp_path / "p2", str(repo)), "w.whl")
     assert not any(f.startswith("benchmarks/bench_rnns") for f in without)
+
+
+def test_init_never_writes_into_git_a_results_tree_under_a_file_or_a_folder_it_cannot(
+        tmp_path, monkeypatch, capsys):
+    """A whole project was written inside .git/ and inside a results tree with exit 0; a
+    path under a file and a read-only folder were tracebacks. Each is one line, exit 2,
+    and nothing is left behind."""
+    import tempfile
+
+    from torchpulse.cli import main
+
+    repo = one_commit_repo(tmp_path / "repo")
+    results = tmp_path / "results"
+    (results / "m").mkdir(parents=True)
+    (results / "benchmarks.json").write_text("{}")
+    (tmp_path / "a file").write_text("")
+    for directory, says in ((repo / ".git" / "proj", "inside a git repository's .git"),
+                            (results / "m" / "proj", "inside the asv results tree"),
+                            (tmp_path / "a file" / "proj", "is a file, not a folder")):
+        assert main(["init", str(directory), "--repo", str(repo)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1
+        assert not directory.exists()
+
+    def refused(*args, **kwargs):  # a read-only or immutable folder, whoever runs it
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    assert main(["init", str(tmp_path / "proj"), "--repo", str(repo)]) == 2
+    err = capsys.readouterr().err
+    (error,) = [line for line in err.splitlines() if "error:" in line]
+    assert error.endswith("cannot write " + str(tmp_path / "proj") + ": Permission denied")
+    assert not (tmp_path / "proj").exists()

@@ -106,7 +106,10 @@ def cmd_init(args: argparse.Namespace) -> int:
     plan = scaffold.plan(Path(args.directory), args.repo, branch=args.branch, name=args.name,
                          torch=args.torch, with_suites=args.with_suites)
     note("init", f"building torchpulse's wheel and writing {plan.directory}")
-    written = scaffold.create(plan)
+    try:
+        written = scaffold.create(plan)
+    except OSError as exc:  # a read-only or immutable folder: nothing was left behind
+        raise UsageError(f"cannot write {plan.directory}: {exc.strerror or exc}") from None
     print(f"created {plan.directory} for {plan.repo} (branch {plan.branch}, torch "
           f"{plan.pins['torch']}): {', '.join(written)}")
     print(f"next: edit benchmarks/bench_model.py to build your model, then "

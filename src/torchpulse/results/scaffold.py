@@ -62,6 +62,21 @@ def _is_url(repo: str) -> bool:
     return "://" in repo or repo.startswith("git@")
 
 
+def _check_place(directory: Path) -> None:
+    """A project is never written inside a git repository's .git folder, into an asv results
+    tree (a folder above holds benchmarks.json or a machine's machine.json), or under a file."""
+    where = directory.parent.resolve() / directory.name
+    if ".git" in where.parts:
+        raise ScaffoldError(f"{directory}: inside a git repository's .git folder; init "
+                            "writes a project elsewhere")
+    for folder in where.parents:
+        if folder.exists() and not folder.is_dir():
+            raise ScaffoldError(f"{directory}: {folder} is a file, not a folder")
+        if (folder / "benchmarks.json").is_file() or (folder / "machine.json").is_file():
+            raise ScaffoldError(f"{directory}: inside the asv results tree {folder}; init "
+                                "writes a project elsewhere")
+
+
 def plan(directory: Path, repo: str, branch: str | None = None, name: str | None = None,
          torch: str | None = None, with_suites: bool = False) -> Plan:
     """What init will write, checked: DIR absent or empty, the repository a git clone (or a
@@ -69,6 +84,7 @@ def plan(directory: Path, repo: str, branch: str | None = None, name: str | None
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise ScaffoldError(f"{directory} exists and is not an empty folder; init writes "
                             "only into a new one")
+    _check_place(directory)
     if not repo or not repo.isprintable():
         raise ScaffoldError(f"--repo {repo!r}: not a path or URL (it is written into the "
                             "Makefile and the workflow)")
