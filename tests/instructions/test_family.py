@@ -107,3 +107,5 @@ def test_the_gpu_suite_measures_all_but_the_variable_length_loops_by_default():
     assert family.gpu_selected(every, "all") == every
     assert family.gpu_selected(every, "rnns/vl_py/*,cnns/resnet18/forward") == [
         "rnns/vl_py/forward", "rnns/vl_py/backward", "cnns/resnet18/forward"]
+    # patterns that are all empty name no workload (they selected all 78)
+    assert family.gpu_selected(every, ",") == family.gpu_selected(every, " , ,") == []

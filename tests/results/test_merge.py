@@ -63,19 +63,24 @@ def test_conflicting_results_exit_2_and_write_nothing(project, tmp_path, capsys)
     assert not into.exists()
 
 
-def test_conflicting_benchmark_versions_are_reported(project, tmp_path, capsys):
+@pytest.mark.parametrize("field, value, says", [
+    ("version", "2", "version '1' vs '2'"),
+    ("unit", "bytes", "unit 'seconds' vs 'bytes'"),  # was: the first tree's unit, silently
+])
+def test_conflicting_benchmark_declarations_are_reported(project, tmp_path, capsys, field,
+                                                         value, says):
     a, b, into = tmp_path / "a", tmp_path / "b", tmp_path / "into"
     _import(project, a, "gpu1", "oss", DATA / "oss.json")
     _import(project, b, "gpu2", "oss", DATA / "oss.json")
     bj = b / "benchmarks.json"
     data = json.loads(bj.read_text())
-    data["external.bench_fastrnns.Fastrnns.time_forward"]["version"] = "2"
+    data["external.bench_fastrnns.Fastrnns.time_forward"][field] = value
     bj.write_text(json.dumps(data))
     into.mkdir()
     (into / "keep.txt").write_text("x")
     before = _snapshot(into)
     assert main(["merge", str(a), str(b), "--into", str(into)]) == 2
-    assert "version '1' vs '2'" in capsys.readouterr().err
+    assert says in capsys.readouterr().err
     assert _snapshot(into) == before
 
 

@@ -3,6 +3,7 @@ page and its link, all-or-nothing replacement of html/, a loopback server."""
 
 import json
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -515,3 +516,92 @@ def test_serve_answers_a_fifo_with_404_and_cuts_a_client_that_dribbles_its_head(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_publish_stopped_while_asv_draws_leaves_no_scratch_folder(tmp_path, monkeypatch):
+    """SIGTERM (read as Ctrl-C) while asv publish ran: the scratch folder was removed while
+    asv went on writing into it, and a `.html.publish-*` folder stayed behind."""
+    import signal
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from torchpulse.site import publish as publishing
+
+    writer = ("import sys, time, pathlib\n"
+              "out = pathlib.Path(sys.argv[1])\n"
+              "for i in range(600):\n"
+              "    out.mkdir(exist_ok=True); (out / f'{i}.html').write_text('x')\n"
+              "    time.sleep(0.05)\n")
+
+    def start(config, out, range_spec, pull):  # asv publish, writing into its output
+        return subprocess.Popen([sys.executable, "-c", writer, str(out)])
+
+    monkeypatch.setattr(publishing, "_start_asv_publish", start)
+    monkeypatch.setattr(publishing, "_summarise", lambda project, settings: (None, "none"))
+    monkeypatch.setattr(publishing.sanitize, "check_results", lambda results: None)
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    html = tmp_path / "html"
+    project = SimpleNamespace(config=tmp_path / "asv.conf.json", results_dir=tmp_path / "r")
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            publishing._publish(project, tmp_path / "node_modules", html, None, True,
+                                lambda line: None, {})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    time.sleep(0.3)  # as long as six of the writer's writes
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".html")] == []
+
+
+def test_serve_says_nothing_of_clients_that_reset_and_never_waits_on_its_stderr(
+        tmp_path, monkeypatch, capfd):
+    """300 connections reset by their clients printed 300 tracebacks of ~23 lines; with its
+    stderr a pipe nobody read, the server stopped answering once the pipe was full."""
+    import os
+    import socket
+    import struct
+    import sys
+    import urllib.request
+
+    (tmp_path / "index.html").write_text("<html>site</html>")
+    server = serving(tmp_path)
+    address = server.server_address[:2]
+    try:
+        for _ in range(30):  # half a request, then a reset (SO_LINGER 0)
+            s = socket.create_connection(address, timeout=30)
+            s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\n")
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        with urllib.request.urlopen(f"http://{address[0]}:{address[1]}/", timeout=30) as r:
+            assert r.status == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    time.sleep(0.5)  # the log thread writes what is left
+    assert "Traceback" not in capfd.readouterr().err
+
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    try:
+        while True:  # a pipe nobody reads, full
+            os.write(write, b"x" * 65536)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write, True)
+    monkeypatch.setattr(sys, "stderr", os.fdopen(write, "w"))
+    server = serving(tmp_path)
+    address = server.server_address[:2]
+    try:
+        for _ in range(serve.LOG_LINES + 50):  # each logs a line nobody will read
+            with urllib.request.urlopen(f"http://{address[0]}:{address[1]}/", timeout=30) as r:
+                assert r.status == 200
+    finally:
+        server.shutdown()
+        server.socket.close()  # not server_close: its log thread is stuck on the full pipe
+        os.close(read)

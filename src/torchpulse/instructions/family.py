@@ -140,13 +140,16 @@ GPU_SELECTION_ENV = "TORCHPULSE_GPU_WORKLOADS"
 def gpu_selected(every: list[str], choice: str | None) -> list[str]:
     """The workloads the GPU suite measures, in ``every``'s order: every one but
     GPU_LEFT_OUT for None, empty or ``default``; ``all``; else those matching ``choice``'s
-    comma-separated shell patterns."""
+    comma-separated shell patterns (none for a list of empty patterns such as ``,``: it
+    names no workload, and measuring all 78 is not what it asked)."""
     choice = (choice or "").strip()
     if choice in ("", "default"):
         left_out = set(matching(every, ",".join(GPU_LEFT_OUT)))
         return [w for w in every if w not in left_out]
     if choice == "all":
         return list(every)
+    if not any(p.strip() for p in choice.split(",")):
+        return []
     return matching(every, choice)
 
 

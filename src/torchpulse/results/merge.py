@@ -165,6 +165,9 @@ def merge_trees(sources: list[Path], into: Path) -> MergeSummary:
                 elif mine.get("version") != entry.get("version"):
                     summary.conflicts.append(f"benchmark {name}: version {mine.get('version')!r}"
                                              f" vs {entry.get('version')!r} ({path})")
+                elif mine.get("unit") != entry.get("unit"):  # one value read in two units
+                    summary.conflicts.append(f"benchmark {name}: unit {mine.get('unit')!r} vs "
+                                             f"{entry.get('unit')!r} ({path})")
                 elif mine.get("params") != entry.get("params"):
                     try:
                         mine["params"] = _merge_params(mine["params"], entry["params"])

@@ -57,7 +57,13 @@ def _start_asv_publish(config: Path, out: Path, range_spec: str | None,
 
 
 def _finish_asv_publish(proc: subprocess.Popen) -> None:
-    if proc.wait() != 0:
+    try:
+        proc.wait()
+    except BaseException:  # stopped (Ctrl-C, SIGTERM): asv must not write on into the scratch
+        proc.kill()
+        proc.wait()
+        raise
+    if proc.returncode != 0:
         raise PublishError(f"asv publish failed (exit {proc.returncode}; its output is above)")
 
 

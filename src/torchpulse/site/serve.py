@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import os
+import queue
 import socket
 import socketserver
 import sys
@@ -27,10 +28,53 @@ DEFAULT_PORT = 8080
 MAX_CONNECTIONS = 32
 IDLE_SECONDS = 30.0
 HEAD_SECONDS = 30.0  # for a request line and its headers, however slowly they come
+LOG_LINES = 1000  # log lines waiting for stderr at most
 
 
 class ServeError(TorchpulseError, RuntimeError):
     """No site to serve, or the address cannot be bound."""
+
+
+class _Log:
+    """The server's log lines, written to stderr by a thread of their own: a worker never
+    waits on stderr (a pipe nobody reads blocked every worker, and the server with them).
+    Lines past a full queue are dropped and counted, and the count said when it drains."""
+
+    def __init__(self, size: int = LOG_LINES) -> None:
+        self._lines: queue.Queue[str | None] = queue.Queue(size)
+        self._dropped = 0
+        self._lock = threading.Lock()
+        threading.Thread(target=self._write, name="torchpulse-serve-log", daemon=True).start()
+
+    def say(self, line: str) -> None:
+        try:
+            self._lines.put_nowait(printable(line).replace("\n", "\\n"))
+        except queue.Full:
+            with self._lock:
+                self._dropped += 1
+
+    def close(self) -> None:
+        """The thread ends once the lines before this are written (or, stderr blocked,
+        with the process: it is a daemon)."""
+        try:
+            self._lines.put_nowait(None)
+        except queue.Full:
+            pass
+
+    def _write(self) -> None:
+        while True:
+            line = self._lines.get()
+            if line is None:
+                return
+            with self._lock:
+                dropped, self._dropped = self._dropped, 0
+            try:
+                if dropped:
+                    sys.stderr.write(f"({dropped} log line(s) dropped: stderr was not read)\n")
+                sys.stderr.write(line + "\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):  # stderr closed: the lines have nowhere to go
+                pass
 
 
 class _Handler(SimpleHTTPRequestHandler):
@@ -38,7 +82,7 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         # the request line is the client's: no control character reaches the terminal
-        sys.stderr.write(f"{self.address_string()} {printable(format % args)}\n")
+        self.server.log.say(f"{self.address_string()} {format % args}")
 
     def handle_one_request(self) -> None:
         # the socket's timeout restarts with every byte: a deadline for the whole head
@@ -93,7 +137,20 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], handler: Callable[..., object]) -> None:
         self.address_family = _family(address[0])
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.log = _Log()
         super().__init__(address, handler)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.log.close()
+
+    def handle_error(self, request, client_address) -> None:  # noqa: ANN001
+        """One line, or none for a client that went away (reset, closed early): socketserver
+        printed a 23-line traceback for each."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            return
+        self.log.say(f"{client_address[0]} error: {type(error).__name__}: {error}")
 
     def process_request(self, request, client_address) -> None:  # noqa: ANN001
         self._slots.acquire()  # the accept loop waits while every slot is busy
