@@ -34,6 +34,13 @@ def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
 
 # the largest results file read: asv writes a few MB for thousands of benchmarks
 RESULTS_FILE_BYTES = 256 * 2**20
+# the largest file `import` reads: harnesses print a few MB; parsed, a file takes about ten
+# times its size (a 202 MB CSV took 8.4 GB), so this bounds the import's memory
+INPUT_FILE_BYTES = 64 * 2**20
+
+
+class FileTooLong(OSError):
+    """A file over the bound its reader holds."""
 
 
 def check_regular(path: Path, limit: int) -> None:
@@ -76,7 +83,7 @@ def read_input(path: Path, limit: int) -> bytes:
             raise OSError("a device or a socket, not a file")
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise OSError(f"more than {limit} bytes")
+        raise FileTooLong(f"more than {limit} bytes")
     return data
 
 

@@ -250,3 +250,35 @@ def test_no_escape_sequence_from_a_tree_reaches_the_terminal(project, tmp_path, 
     err = capsys.readouterr().err
     assert "commit_hash is not a commit's 40 hex digits" in err and "\x1b" not in err
     assert not into.exists()
+
+
+def test_writers_hold_the_bounds_readers_hold(project, tmp_path, capsys, monkeypatch):
+    """import and merge wrote results files over the 256 MiB every reader refuses (a 112 MB
+    pytest-benchmark file became a 280 MB results file, and then alert, export and publish
+    refused the tree); a 202 MB CSV took 8.4 GB to import. The bounds, made small here:
+    an import's input, a results file import writes, one merge writes."""
+    from torchpulse.results import asv_results, ingest
+    from torchpulse.results import merge as merging
+
+    a, into = tmp_path / "a", tmp_path / "into"
+    conf = str(project.conf)
+    argv = ["import", "oss", str(DATA / "oss.json"), "--config", conf, "--commit",
+            project.main[-1], "--machine", "gpu1", "--unit", "ms", "--results-dir", str(a)]
+    size = (DATA / "oss.json").stat().st_size
+    monkeypatch.setattr(ingest, "INPUT_FILE_BYTES", size - 1)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "not imported" in err and "split it" in err and err.count("\n") == 1
+    assert not a.exists() or _snapshot(a) == {}
+    monkeypatch.setattr(ingest, "INPUT_FILE_BYTES", size)
+    monkeypatch.setattr(asv_results, "RESULTS_FILE_BYTES", 300)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "over the 0 MiB every reader takes; not written" in err and err.count("\n") == 1
+    assert not list(a.glob("gpu1/*-external.json"))
+    monkeypatch.undo()
+    assert main(argv) == 0
+    monkeypatch.setattr(merging, "RESULTS_FILE_BYTES", 300)
+    assert main(["merge", str(a), "--into", str(into)]) == 2
+    assert "over the 0 MiB every reader takes" in capsys.readouterr().err
+    assert not into.exists()

@@ -197,6 +197,11 @@ def save(results: Results, results_dir: Path, relative: str) -> Path:
     staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=".write-"))
     try:
         results.save(str(staging))
+        size = (staging / relative).stat().st_size
+        if size > RESULTS_FILE_BYTES:  # every reader refuses it: the tree would be unreadable
+            raise ResultsFileError(f"{final}: would be {size >> 20} MiB, over the "
+                                   f"{RESULTS_FILE_BYTES >> 20} MiB every reader takes; not "
+                                   "written")
         os.replace(staging / relative, final)
     finally:
         for leftover in sorted(staging.rglob("*"), reverse=True):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchpulse.files import RESULTS_FILE_BYTES, read_input
+from torchpulse.files import INPUT_FILE_BYTES, FileTooLong, read_input
 from torchpulse.results import importers, store
 from torchpulse.results.external import DEFAULT_SOURCE
 from torchpulse.results.importers import InputError, Record
@@ -61,9 +61,12 @@ def parse_files(fmt: str, files: Sequence[Path], unit: str | None = None,
     notes: list[str] = []
     for path in files:
         try:
-            text = read_input(path, RESULTS_FILE_BYTES).decode("utf-8")
+            text = read_input(path, INPUT_FILE_BYTES).decode("utf-8")
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
+        except FileTooLong:
+            raise InputError(f"{path}: over {INPUT_FILE_BYTES >> 20} MiB, not imported "
+                             "(its records take ten times that in memory): split it") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: cannot read ({exc})") from None
         parsed = parse(path, text, scale, notes)

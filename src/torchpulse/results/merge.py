@@ -10,11 +10,12 @@ tree whose names or machine details would be markup on the site is refused.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchpulse.files import write_json_atomically
+from torchpulse.files import RESULTS_FILE_BYTES, write_json_atomically
 from torchpulse.results import asv_results, names
 from torchpulse.results.store import (
     BENCHMARKS_JSON,
@@ -174,6 +175,14 @@ def merge_trees(sources: list[Path], into: Path) -> MergeSummary:
                     except (TypeError, ValueError):
                         summary.conflicts.append(f"benchmark {name}: parameters of different "
                                                  f"shapes ({path})")
+        for rel in sorted(changed) if not summary.conflicts else ():
+            # measured before anything is written (and not kept: a fleet's merge holds
+            # thousands of them); one over the bound would leave every reader refusing the tree
+            size = len(json.dumps(merged[rel], indent=4, sort_keys=True)) + 1
+            if size > RESULTS_FILE_BYTES:
+                summary.conflicts.append(f"{rel}: would be {size >> 20} MiB, over the "
+                                         f"{RESULTS_FILE_BYTES >> 20} MiB every reader takes")
+                break
         if summary.conflicts:
             if created:
                 into.rmdir()  # it was made only to take the lock
