@@ -131,3 +131,39 @@ def test_a_commit_against_itself_is_measured_a_run_at_a_time():
     assert [r.commit for r in each(runs, ["a"], None)] == ["a"] and runs.batches == []
     assert [r.commit for r in each(runs, ["b", "a"], None)] == ["b", "a"]
     assert runs.batches == [("b", "a")]
+
+
+class Clocked(Scripted):
+    """Scripted runs on a clock of their own: a first round that costs ``first`` seconds
+    (the counts), then ``later`` seconds a run."""
+
+    def __init__(self, levels, first: float, later: float, **kwargs):
+        super().__init__(levels, **kwargs)
+        self.now, self.first, self.later = 0.0, first, later
+
+    def __call__(self, commit, keys=None):
+        self.now += self.first / 2 if keys is None else self.later
+        return super().__call__(commit, keys)
+
+
+def test_a_time_budget_lowers_the_cap_before_the_first_look():
+    """Rounds that take 100 s after a first of 300 s: 15 minutes hold 7 rounds (300 + 6 x
+    100), so a change that stays undecided is undecided after 7 runs, not the 8 asked; a
+    budget that holds the rounds asked, or none, changes nothing."""
+    levels = {"a": {"t": 1.0}, "b": {"t": 1.05}}
+    said = []
+    runs = Clocked(levels, first=300.0, later=50.0, cv=0.03)
+    result = compare(runs, "a", "b", max_rounds=8, budget=900.0, clock=lambda: runs.now,
+                     progress=said.append)
+    (o,) = result.outcomes
+    assert result.max_rounds == 7 and o.decision == sequential.UNDECIDED and o.rounds == 7
+    assert runs.now <= 900.0
+    assert "a round takes 100 s: the 15-minute budget allows 7 runs of each" in said
+    for budget in (None, 3600.0):
+        runs = Clocked(levels, first=300.0, later=50.0, cv=0.03)
+        result = compare(runs, "a", "b", max_rounds=8, budget=budget, clock=lambda: runs.now)
+        assert result.max_rounds == 8 and result.outcomes[0].rounds == 8
+    # never fewer than the first look's three
+    runs = Clocked(levels, first=300.0, later=500.0, cv=0.03)
+    assert compare(runs, "a", "b", max_rounds=8, budget=60.0,
+                   clock=lambda: runs.now).max_rounds == 3

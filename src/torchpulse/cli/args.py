@@ -87,6 +87,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    value = _float(text)
+    if not 0 <= value < float("inf"):  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be zero or a positive number, got {text!r}")
+    return value
+
+
 def fraction(text: str) -> float:
     """A fraction, given as one (0.05) or as a percentage (5%)."""
     value = _float(text[:-1]) / 100 if text.endswith("%") else _float(text)

@@ -20,6 +20,7 @@ from torchpulse.cli.args import (
     add_output,
     check_outputs,
     fraction,
+    non_negative_float,
     note,
     positive_int,
     project,
@@ -31,10 +32,11 @@ from torchpulse.results.external import MEASURED
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 DEFAULT_MAX_RUNS = 20
-# two environments: a round times every undecided workload in both (about 90 s for the 72
-# on 2 cores), after a first round that also counts them (about 5 minutes): 8 rounds give
-# the answer in about 15 minutes (docs/pytorch-builds.md)
+# two environments: a round times every undecided workload in both (90-105 s for the 72
+# on 2 cores), after a first round that also counts them (about 5 minutes): up to 8 rounds,
+# as many as fit in 15 minutes (docs/pytorch-builds.md)
 DEFAULT_MAX_RUNS_ENVIRONMENTS = 8
+DEFAULT_MINUTES_ENVIRONMENTS = 15.0
 
 
 @contextmanager
@@ -124,10 +126,12 @@ def _compare_environments(args: argparse.Namespace) -> int:
                          log=lambda line: note("compare", line), reuse_in=reuse_in) as runs:
         note("compare", f"{len(workloads)} workloads, B against A, interleaved, up to "
              f"{args.max_runs} runs of each")
+        minutes = DEFAULT_MINUTES_ENVIRONMENTS if args.minutes is None else args.minutes
         result = compare(runs, "A", "B", threshold=args.threshold, alpha=args.alpha,
                          max_rounds=args.max_runs, progress=lambda line: note("compare", line),
                          count_threshold=args.count_threshold,
-                         device_threshold=args.device_threshold)
+                         device_threshold=args.device_threshold,
+                         budget=minutes * 60 if minutes else None)
         write_output(render_environments(result, runs, args.format), args.output)
         if args.output and args.format != "text":
             write_output(render_environments(result, runs, "text"), None)
@@ -145,9 +149,9 @@ def _compare_stored(args: argparse.Namespace) -> int:
     if args.python or args.base is None or args.head is None:
         raise UsageError("compare --stored needs BASE and HEAD (two recorded commits) and no "
                          "--python")
-    if args.max_runs is not None or args.keep_scratch:
-        raise UsageError("compare --stored measures nothing: --max-runs and --keep-scratch "
-                         "do not apply")
+    if args.max_runs is not None or args.keep_scratch or args.minutes is not None:
+        raise UsageError("compare --stored measures nothing: --max-runs, --minutes and "
+                         "--keep-scratch do not apply")
     bench = None if args.bench == MEASURED else args.bench
     result = compare_stored(project(args), args.base, args.head, machine=args.machine,
                             bench=bench, threshold=args.threshold, alpha=args.alpha,
@@ -173,7 +177,8 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
     result = compare(runs, base, head, threshold=args.threshold, alpha=args.alpha,
                      max_rounds=args.max_runs, progress=lambda line: note("compare", line),
                      count_threshold=args.count_threshold,
-                     device_threshold=args.device_threshold)
+                     device_threshold=args.device_threshold,
+                     budget=args.minutes * 60 if args.minutes else None)
     write_output(render_comparison(result, args.format), args.output)
     if args.output and args.format != "text":
         write_output(render_comparison(result, "text"), None)
@@ -273,6 +278,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bench", default=MEASURED, metavar="RE", type=regular_expression,
                    help="asv --bench regular expression (default: every suite but the stubs "
                    "of imported results)")
+    p.add_argument("--minutes", type=non_negative_float, default=None, metavar="M",
+                   help="a time budget: after the second round, --max-runs is lowered to the "
+                   "rounds that fit in M minutes (from how long that round took; never below "
+                   f"3); 0 for none (default: {DEFAULT_MINUTES_ENVIRONMENTS:g} with --python, "
+                   "none otherwise)")
     _common(p)
     p.add_argument("--format", choices=FORMATS, default="text",
                    help=f"report format: {', '.join(FORMATS)} (default: text)")

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from torchpulse.analysis import sequential
-from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE_THRESHOLD
+from torchpulse.analysis.defaults import (
+    DEFAULT_COUNT_THRESHOLD,
+    DEFAULT_DEVICE_THRESHOLD,
+    MIN_ROUNDS,
+)
 from torchpulse.analysis.sequential import UNDECIDED, Interval
 from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError, each
@@ -67,11 +72,16 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
             alpha: float = 0.05, max_rounds: int = 20,
             progress: Callable[[str], None] | None = None,
             count_threshold: float = DEFAULT_COUNT_THRESHOLD,
-            device_threshold: float = DEFAULT_DEVICE_THRESHOLD) -> Comparison:
+            device_threshold: float = DEFAULT_DEVICE_THRESHOLD,
+            budget: float | None = None,
+            clock: Callable[[], float] = time.monotonic) -> Comparison:
     """Compare HEAD with BASE, benchmark by benchmark: a timed one in interleaved rounds
     until the sequential test decides (``threshold``; ``device_threshold`` on kernel time);
     a counted one (instructions, ``count_threshold``) or an exact counter from the first
-    round's one run a side."""
+    round's one run a side. ``budget``: seconds the whole comparison may take; after the
+    second round (before the first look) the cap on rounds is lowered to what fits, from
+    how long that round took. The cap depends on time only, never on what was measured,
+    and is fixed before any look, so the looks' error budget holds."""
     def limit(which: str) -> float:
         return counted.threshold_of(which, threshold, count_threshold, device_threshold)
 
@@ -83,7 +93,11 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
     units: dict[str, str | None] = {}
     pending: list[str] | None = None  # None: the first round, every selected benchmark
     runs = 0
-    for r in range(1, max_rounds + 1):
+    started = clock()
+    round_started = started
+    r = 0
+    while r < max_rounds:
+        r += 1
         # roles, not commits, key the runs: BASE and HEAD may be one commit (a noise check)
         roles = ("base", "head") if r % 2 else ("head", "base")
         got: dict[str, Run] = dict(zip(roles, each(
@@ -116,6 +130,18 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
                 done[k] = Outcome(k, counted.decide(d, which, limit(which)),
                                   counted.interval(d, which), r, a, b, unit=units[k])
         pending = [k for k in pending if k not in done]
+        if budget is not None and r == MIN_ROUNDS - 1 and pending:
+            now = clock()
+            fits = r + int((started + budget - now) // max(now - round_started, 1e-9))
+            capped = max(MIN_ROUNDS, min(max_rounds, fits))
+            if capped < max_rounds:
+                max_rounds = capped
+                schedule = set(sequential.looks(max_rounds))
+                level = sequential.per_look_alpha(alpha, max_rounds)
+                if progress:
+                    progress(f"a round takes {now - round_started:.0f} s: the "
+                             f"{budget / 60:g}-minute budget allows {max_rounds} runs of each")
+        round_started = clock()
         if r in schedule:
             for k in pending:
                 iv = sequential.interval(diffs[k], level)
