@@ -161,7 +161,8 @@ def test_a_time_budget_lowers_the_cap_before_the_first_look():
     assert "a round takes 100 s: the 15-minute budget allows 7 runs of each" in said
     for budget in (None, 3600.0):
         runs = Clocked(levels, first=300.0, later=50.0, cv=0.03)
-        result = compare(runs, "a", "b", max_rounds=8, budget=budget, clock=lambda: runs.now)
+        result = compare(runs, "a", "b", max_rounds=8, budget=budget,
+                         clock=lambda runs=runs: runs.now)
         assert result.max_rounds == 8 and result.outcomes[0].rounds == 8
     # never fewer than the first look's three
     runs = Clocked(levels, first=300.0, later=500.0, cv=0.03)
