@@ -50,6 +50,23 @@ def _project(root: Path, repo: Path) -> Path:
 
             def track_build(self):
                 return fixturepkg.BUILD
+
+
+        def _profile(self):
+            # what the counting suite does in its setup_cache (suite.count_instructions):
+            # file the function profiles of the commit and environment being recorded
+            from torchpulse.instructions import profiles
+
+            stored = profiles.write_from_asv({"w": {"work": fixturepkg.BUILD}},
+                                             {"w": fixturepkg.BUILD})
+            return str(stored)
+
+
+        class Profiled:
+            setup_cache = _profile
+
+            def track_profiled(self, stored):
+                return 1 if stored != "None" else 0
         """))
     conf = root / "asv.conf.json"
     conf.write_text(json.dumps({
@@ -69,14 +86,20 @@ def _install(repo: Path, sha: str, target: Path) -> None:
 
 
 def _record(conf: Path, home: Path, site: Path | None, *args: str,
-            python: str = sys.executable):
+            python: str = sys.executable, relative: bool = False):
+    """``record`` run as a user would; ``relative``: from the project's folder, with
+    ``--config asv.conf.json``."""
     env = {**os.environ, "HOME": str(home)}
     env.pop("PYTHONPATH", None)
+    for name in ("TORCHPULSE_PROFILES", "ASV_CONF_DIR", "ASV_ENV_NAME", "ASV_COMMIT"):
+        env.pop(name, None)
     if site is not None:
         env["PYTHONPATH"] = str(site)
+    where = conf.name if relative else str(conf)
     return subprocess.run([python, "-m", "torchpulse.cli", "record", "--package",
-                           "fixturepkg", "--config", str(conf), "--machine", "e2e", *args],
-                          env=env, capture_output=True, text=True, timeout=900)
+                           "fixturepkg", "--config", where, "--machine", "e2e", *args],
+                          env=env, capture_output=True, text=True, timeout=900,
+                          cwd=conf.parent if relative else None)
 
 
 def _stored(results: Path) -> dict[str, tuple[float, float]]:
@@ -111,7 +134,7 @@ def test_two_installed_builds_are_filed_at_their_commits_and_published(tmp_path)
     for name, python in (("A", sys.executable), ("B", str(other / "bin" / "python"))):
         site = tmp_path / f"site-{name}"
         _install(repo, shas[name], site)
-        proc = _record(conf, tmp_path, site, python=python)
+        proc = _record(conf, tmp_path, site, python=python, relative=name == "B")
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert f"as commit {shas[name][:12]} of main" in proc.stderr
     stored = _stored(results)
@@ -126,12 +149,19 @@ def test_two_installed_builds_are_filed_at_their_commits_and_published(tmp_path)
     series, _ = load_series(results, Project.load(conf).history())
     (work,) = [s for s in series if s.key.benchmark == "bench_work.Work.track_build"]
     assert [p.value for p in work.points] == [1, 2]
-    # the torch each build ran with, for the alert to name
+    # the torch each build ran with, for the alert to name, and the function profiles,
+    # filed under the environment's name (a relative --config gave the build another name,
+    # and asv gives an existing environment's benchmarks no ASV_CONF_DIR: none were stored)
     import torch
+
+    from torchpulse.instructions import profiles
+    env = record.environment_name(Project.load(conf))
     for name in ("A", "B"):
-        build = builds.read(tmp_path / "proj", shas[name],
-                            record.environment_name(Project.load(conf)))
+        build = builds.read(tmp_path / "proj", shas[name], env)
         assert build is not None and build.version == torch.__version__
+        stored = profiles.read(profiles.folder(tmp_path / "proj"), shas[name], env)
+        assert stored == {"w": {"work": stored["w"]["work"]}}
+        assert stored["w"]["work"] == (1 if name == "A" else 2)
 
     proc = subprocess.run([sys.executable, "-m", "torchpulse.cli", "publish", "--config",
                            str(conf)], env={**os.environ, "HOME": str(tmp_path)},

@@ -86,7 +86,8 @@ def cmd_record(args: argparse.Namespace) -> int:
 
     with record.recording(proj) as interpreter, locked(proj.results_dir):
         rc = record.run(record.asv_commands(proj, sha, bench, args.machine, quick=args.quick,
-                                            interpreter=interpreter), cwd=proj.root, sha=sha)
+                                            interpreter=interpreter), cwd=proj.root, sha=sha,
+                        project=proj)
     if rc != 0:
         note("record", f"asv exited with {rc}")
         return rc

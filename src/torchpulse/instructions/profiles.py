@@ -42,6 +42,8 @@ _ENV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")
 # the commit `torchpulse record` files its run at: asv sets no ASV_COMMIT for an existing
 # environment (it builds nothing)
 RECORD_COMMIT_ENV = "TORCHPULSE_RECORD_COMMIT"
+# ... and the environment it files under (asv gives an "existing" one no ASV_ENV_NAME)
+RECORD_ENV_NAME_ENV = "TORCHPULSE_RECORD_ENV_NAME"
 
 
 @dataclass(frozen=True)
@@ -126,10 +128,11 @@ def write_from_asv(workloads: Mapping[str, Mapping[str, int]],
     ($ASV_ENV_NAME) in the folder of the project asv runs from ($ASV_CONF_DIR). None (nothing
     written) outside such a run."""
     commit = os.environ.get("ASV_COMMIT") or os.environ.get(RECORD_COMMIT_ENV, "")
-    env = os.environ.get("ASV_ENV_NAME", "")
+    env = os.environ.get("ASV_ENV_NAME") or os.environ.get(RECORD_ENV_NAME_ENV, "")
     root = os.environ.get("ASV_CONF_DIR")
-    target = path(folder(Path(root)), commit, env) if root or os.environ.get(FOLDER_ENV) \
-        else None
+    where = Path(os.environ[FOLDER_ENV]) if os.environ.get(FOLDER_ENV) else \
+        folder(Path(root)) if root else None
+    target = path(where, commit, env) if where is not None else None
     if target is None or not workloads:
         return None
     write(target, commit, env, workloads, instructions)

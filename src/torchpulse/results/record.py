@@ -141,7 +141,9 @@ def launcher(project: Project) -> Path:
     of their own and never met another build's; through one launcher at a fixed path of
     the project (a two-line script that runs the interpreter at hand) every build of a
     machine is a commit of one series."""
-    return project.root / RECORD_FOLDER / "python"
+    # absolute: asv names the environment after the path it resolves, and builds and
+    # profiles are filed under that name (a relative --config gave them another)
+    return project.root.resolve() / RECORD_FOLDER / "python"
 
 
 def environment_name(project: Project) -> str:
@@ -180,24 +182,29 @@ def asv_commands(project: Project, sha: str, bench: str, machine: str | None,
     return [[*asv, "machine", "--yes", *config, *named], run]
 
 
-def asv_environment(sha: str | None = None) -> dict[str, str]:
+def asv_environment(sha: str | None = None, project: Project | None = None) -> dict[str, str]:
     """This process's environment for asv, with PYTHONPATH kept for the benchmarks (asv drops
-    it unless it comes as ASV_PYTHONPATH): they must see what this process sees; and the
-    commit being recorded, for the instruction counts' function profiles (asv sets no
-    ASV_COMMIT in an existing environment)."""
-    from torchpulse.instructions.profiles import RECORD_COMMIT_ENV
+    it unless it comes as ASV_PYTHONPATH): they must see what this process sees. For a
+    record of ``project``, what the instruction counts' function profiles are filed by,
+    which asv gives the benchmarks of an "existing" environment none of (no ASV_COMMIT,
+    ASV_ENV_NAME or ASV_CONF_DIR): the commit, the environment's name, the folder."""
+    from torchpulse.instructions import profiles
 
     env = dict(os.environ)
     if env.get("PYTHONPATH") and "ASV_PYTHONPATH" not in env:
         env["ASV_PYTHONPATH"] = env["PYTHONPATH"]
     if sha is not None:
-        env[RECORD_COMMIT_ENV] = sha
+        env[profiles.RECORD_COMMIT_ENV] = sha
+    if project is not None:
+        env[profiles.RECORD_ENV_NAME_ENV] = environment_name(project)
+        env.setdefault(profiles.FOLDER_ENV, str(profiles.folder(project.root.resolve())))
     return env
 
 
-def run(commands: list[list[str]], cwd: Path, sha: str | None = None) -> int:
+def run(commands: list[list[str]], cwd: Path, sha: str | None = None,
+        project: Project | None = None) -> int:
     """Run ``commands`` in turn (output streamed); the first non-zero exit status, else 0."""
-    env = asv_environment(sha)
+    env = asv_environment(sha, project)
     for command in commands:
         quiet = command[3] == "machine"  # its description of the machine is noise here
         proc = subprocess.run(command, cwd=cwd, env=env, check=False,
