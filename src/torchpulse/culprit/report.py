@@ -321,9 +321,9 @@ def _stored_summary(s) -> list[str]:
              f"from the results stored on machine {s.machine}, nothing measured: {said} "
              f"(threshold {c.threshold:.0%}, {c.count_threshold * 100:g}% on instruction "
              f"counts, {c.device_threshold * 100:g}% on kernel time, alpha {c.alpha:g})",
-             "counts decided from one value a side; timed series from their records' "
-             "samples (one record a side: a machine slower for a whole record reads as "
-             "the build's change)"]
+             "counts decided from one value a side; timed series only from two or more "
+             "records a side (one record's samples do not see the machine's noise between "
+             "processes: `torchpulse compare --python A --python B` decides them)"]
     ratio = canary_ratio(c)
     if ratio is not None:
         lines.append(f"the machine canary moved {(ratio - 1) * 100:+.1f} % between the two "

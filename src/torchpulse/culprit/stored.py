@@ -7,12 +7,15 @@ Per series recorded at both commits (on one machine; any environment):
 
 * a count or an exact counter (instructions, kernels, graph breaks) repeats from run to run,
   so its one value a side decides, as ``compare`` decides it after one run (culprit.counted);
-* anything timed is decided from its runs: with two or more records a side, from their levels
-  (each a process of its own, so the machine's process-to-process noise is in the interval);
-  with one record a side, from the samples it stored (asv's ``--record-samples``, which
-  ``record`` passes). Those come from one asv job a side: a machine that was slower for the
-  whole of one job reads as a change of the build. The machine canary is compared like any
-  series, so the report shows whether the machine moved between the two records.
+* anything timed is decided from two or more records a side (from separate environments
+  of the machine: ``record`` files a build's records under one, and a new record of a
+  commit replaces the last), by their levels (each record's own processes: the machine's
+  process-to-process noise is in the interval). One record a side leaves it undecided,
+  for ``compare --python`` to decide: its samples come from one asv job, and on the 2.13.0 against
+  2.14.1 records an interval of them called seven LSTM timings 10-35 % slower and the
+  machine canary itself 10 % faster, while interleaved runs (``compare --python``) decided
+  none of them. The machine canary is compared like any series, so the report shows
+  whether the machine moved between the records.
 
 The interval is Welch's, of the mean log values, at ``1 - alpha``; the decision is
 ``sequential.change``'s on it (slower or faster beyond the threshold, equivalent within it,
@@ -75,15 +78,6 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float) -> Interval | No
     return Interval(min(na, nb), mean, mean - half, mean + half, 1 - alpha)
 
 
-def _evidence(points: list[Point]) -> list[float]:
-    """A side's log values: each record's level when there are two or more records, else the
-    one record's samples (its value when it stored none)."""
-    if len(points) >= 2:
-        return [p.level() for p in points]
-    data = points[0]._clean(linear=False)
-    return [float(x) for x in data] if len(data) else [math.log(points[0].value)]
-
-
 def _outcome(name: str, unit: str, rule: str, a: list[Point], b: list[Point], limit: float,
              alpha: float) -> Outcome:
     base = statistics.median(p.value for p in a)
@@ -96,10 +90,10 @@ def _outcome(name: str, unit: str, rule: str, a: list[Point], b: list[Point], li
         diff = math.log(head) - math.log(base)
         return Outcome(name, counted.decide(diff, rule, limit), counted.interval(diff, rule),
                        runs, base, head, unit=unit)
-    iv = welch(_evidence(a), _evidence(b), alpha)
+    iv = welch([p.level() for p in a], [p.level() for p in b], alpha)
     if iv is None:
         return Outcome(name, UNDECIDED, None, runs, base, head,
-                       "one value a side: record again with samples", unit)
+                       "one record a side (compare --python decides it)", unit)
     return Outcome(name, sequential.change(iv, limit) or UNDECIDED, iv, runs, base, head,
                    unit=unit)
 
@@ -134,25 +128,32 @@ def compare_stored(project: Project, base_rev: str, head_rev: str, *,
         pattern = re.compile(bench)
         series = [s for s in series if pattern.search(s.key.name)]
     on = _machine(series, base, head, machine)
-    # one series a (benchmark, parameters): a record's environment may differ between builds
+    # one series a (benchmark, parameters): a build may be recorded in several environments
+    # (records of one build before and after the launcher, a second record)
     sides: dict[tuple, tuple[Series, list[Point], list[Point]]] = {}
+    envs: dict[tuple, tuple[set[str], set[str]]] = {}  # where each side was recorded
     for s in series:
         if s.key.machine != on:
             continue
         ident = (s.key.benchmark, s.key.params)
         first, a, b = sides.get(ident, (s, [], []))
-        a = a + [p for p in s.points if p.commit == base]
-        b = b + [p for p in s.points if p.commit == head]
-        sides[ident] = (first, a, b)
-    outcomes, one_sided, envs = [], 0, {}
-    for s, a, b in sides.values():
+        mine_a = [p for p in s.points if p.commit == base]
+        mine_b = [p for p in s.points if p.commit == head]
+        sides[ident] = (first, a + mine_a, b + mine_b)
+        where_a, where_b = envs.setdefault(ident, (set(), set()))
+        if mine_a:
+            where_a.add(s.key.env)
+        if mine_b:
+            where_b.add(s.key.env)
+    outcomes, one_sided, recorded_in = [], 0, {}
+    for ident, (s, a, b) in sides.items():
         if not a or not b:
             one_sided += 1
             continue
         rule = s.rule
         limit = counted.threshold_of(rule, threshold, count_threshold, device_threshold)
         outcomes.append(_outcome(s.key.name, s.unit, rule, a, b, limit, alpha))
-        envs[s.key.name] = s.key
+        recorded_in[s.key.name] = (s.key, *(sorted(e) for e in envs[ident]))
     if not outcomes:
         raise SeriesError(f"no series was recorded at both {base[:12]} and {head[:12]} on "
                           f"machine {on!r}")
@@ -160,11 +161,16 @@ def compare_stored(project: Project, base_rev: str, head_rev: str, *,
     runs = sum(o.rounds for o in outcomes)
     comparison = Comparison(base, head, threshold, alpha, 1, outcomes, runs, count_threshold,
                             device_threshold)
-    env = next(iter(envs.values())).env
+    every_a = sorted({e for _, ea, _ in recorded_in.values() for e in ea})
+    every_b = sorted({e for _, _, eb in recorded_in.values() for e in eb})
     return StoredComparison(comparison, on,
-                            (builds.read(project.root, base, env),
-                             builds.read(project.root, head, env)),
-                            _functions(project, comparison, envs), one_sided)
+                            (_first(builds.read(project.root, base, e) for e in every_a),
+                             _first(builds.read(project.root, head, e) for e in every_b)),
+                            _functions(project, comparison, recorded_in), one_sided)
+
+
+def _first(found):
+    return next((x for x in found if x is not None), None)
 
 
 def _functions(project: Project, c: Comparison, keys: dict) -> dict[str, tuple]:
@@ -186,9 +192,10 @@ def _functions(project: Project, c: Comparison, keys: dict) -> dict[str, tuple]:
         if o.decision not in (sequential.SLOWER, sequential.FASTER) or not o.unit \
                 or rule_of(o.unit) != COUNT:
             continue
-        key = keys[o.key]
+        key, envs_a, envs_b = keys[o.key]
         workload = workload_of(key)
-        before, after = profile(c.base, key.env), profile(c.head, key.env)
+        before = _first(profile(c.base, e) for e in envs_a)
+        after = _first(profile(c.head, e) for e in envs_b)
         if workload is None or not before or not after or workload not in before \
                 or workload not in after:
             continue
