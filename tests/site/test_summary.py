@@ -165,3 +165,25 @@ def test_the_page_and_the_alert_json_give_every_series_the_same_status(project, 
     unstable = sum(status == "unstable" for status in rows.values())
     assert unstable
     assert f'<p class="reach">Of {unstable} unstable series, at the noise measured' in page
+
+
+def test_the_page_names_the_torch_build_of_each_recorded_commit(project, tmp_path):
+    """Commits `torchpulse record` filed carry their torch build on the summary page: the
+    newest commit's beside it, every recorded one in a table, newest first, escaped."""
+    import shutil
+
+    from torchpulse.results import builds
+
+    path, _, history = project
+    copy = tmp_path / "proj"
+    shutil.copytree(path, copy)
+    builds.write(copy, history[-2], synthetic.ENV, builds.Build("2.13.0+cpu", "c" * 40))
+    builds.write(copy, history[-1], synthetic.ENV,
+                 builds.Build("2.14.1+cu130", "d" * 40, "13.0"))
+    builds.write(copy, history[-3], "another-env", builds.Build("9.9.9"))  # not this machine's
+    page = summary_page.render(built(copy))
+    assert f"{history[-1][:8]}</code> (torch 2.14.1+cu130 (CUDA 13.0, git dddddddddddd))" in page
+    assert "Torch builds of 2 recorded commit(s)" in page
+    newest, older = page.index("<td>2.14.1+cu130</td>"), page.index("<td>2.13.0+cpu</td>")
+    assert newest < older and "9.9.9" not in page
+    assert "<td>CUDA 13.0</td>" in page and "<td>CPU</td>" in page

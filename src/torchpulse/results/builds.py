@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+from collections.abc import Container
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -99,3 +101,24 @@ def read(root: Path, commit: str, env: str) -> Build | None:
         return None
     return _checked(data.get("version"), data.get("git_version"), data.get("cuda"),
                     data.get("debug"))
+
+
+def recorded(root: Path, envs: set[str], commits: Container[str]) -> dict[str, Build]:
+    """The builds stored for ``commits`` in any of ``envs`` (one a commit: the first
+    environment's in name order where several hold one), from one listing of the folder."""
+    folder = root / FOLDER
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:  # none stored, or not a folder
+        return {}
+    found: dict[str, Build] = {}
+    for env in sorted(envs):
+        suffix = f"-{env}.json"
+        for name in names:
+            commit = name[:40]
+            if name.endswith(suffix) and len(name) == 40 + len(suffix) \
+                    and commit not in found and commit in commits:
+                build = read(root, commit, env)
+                if build is not None:
+                    found[commit] = build
+    return found

@@ -13,6 +13,7 @@ from torchpulse.analysis.model import STATUSES, Alert, Report
 from torchpulse.analysis.series import COUNT, SeriesKey
 from torchpulse.reports.phrases import (
     after_text,
+    build_name,
     builds_text,
     canary_lines,
     change,
@@ -206,7 +207,7 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
            f"<h2>{escape(m.name)}</h2>",
            f'<p class="muted">{described}</p>' if described else "",
            f"<p>{len(m.current)} series measured at the newest commit, "
-           f"{_commit(m.newest_commit)}.</p>",
+           f"{_commit(m.newest_commit)}{_built_with(m, m.newest_commit)}.</p>",
            f'<p class="muted instructions">{_counted_text(m, report.count_threshold)}</p>',
            "<h3>Alerts</h3>"]
     if m.alerts:
@@ -231,12 +232,37 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
             "(another job, throttling); shown, but not counted by the detection.</p>",
             *(f'<p class="canary">{escape(line)}.</p>' for line in canary_lines(report, m.name)),
             *_series_table(m.current, charts)]
+    if m.builds:
+        out += _builds_table(m)
     if m.stale:
         out += [f"<details><summary>{len(m.stale)} series not measured at the newest commit "
                 "(renamed or removed benchmarks, older environments)</summary>",
                 *_series_table(m.stale, charts), "</details>"]
     out.append("</section>")
     return [line for line in out if line]
+
+
+def _built_with(m: MachineSummary, commit: str) -> str:
+    build = m.builds.get(commit)
+    return f" ({escape(build_name(build))})" if build else ""
+
+
+BUILDS_SHOWN = 20
+
+
+def _builds_table(m: MachineSummary) -> list[str]:
+    """The torch build of each recorded commit, newest first (``m.builds``' order): which
+    series' points are which build (`torchpulse record`)."""
+    commits = list(m.builds)
+    shown = commits[:BUILDS_SHOWN]
+    more = f", the newest {BUILDS_SHOWN} shown" if len(commits) > BUILDS_SHOWN else ""
+    return [f"<details><summary>Torch builds of {len(commits)} recorded commit(s){more}"
+            "</summary>", '<table class="builds"><thead><tr><th>commit</th><th>torch</th>'
+            "<th>kind</th><th>git</th></tr></thead><tbody>",
+            *(f"<tr><td>{_commit(c)}</td><td>{escape(m.builds[c].version)}</td>"
+              f"<td>{escape(m.builds[c].kind)}</td>"
+              f"<td>{escape((m.builds[c].git_version or '')[:12])}</td></tr>" for c in shown),
+            "</tbody></table></details>"]
 
 
 def render(summary: Summary) -> str:

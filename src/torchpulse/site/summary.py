@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.analysis.detector import Noise
 from torchpulse.analysis.model import TOO_FEW, Alert, Checked, Report
 from torchpulse.analysis.pipeline import run
 from torchpulse.analysis.series import SeriesKey, declared_benchmarks
+from torchpulse.results import builds
+from torchpulse.results.builds import Build
 from torchpulse.results.project import Project
 
 # A change since the previous commit is marked when it exceeds this many standard deviations
@@ -94,6 +96,9 @@ class MachineSummary:
     rows: list[Row]
     alerts: list[Alert]
     newest_commit: str  # newest commit on the branch with a result on this machine
+    # the torch build each commit was recorded with (`torchpulse record`), where stored,
+    # newest commit first
+    builds: dict[str, Build] = field(default_factory=dict)
 
     @property
     def current(self) -> list[Row]:
@@ -139,7 +144,10 @@ def build(project: Project, branch: str | None = None, **settings: object) -> Su
         rows = [Row(c, names.get(c.series.key.benchmark, ())) for c in report.checked
                 if c.series.key.machine == machine]
         newest = max((r.latest_commit for r in rows), key=history.position.__getitem__)
+        envs = {r.key.env for r in rows}
         machines.append(MachineSummary(
             machine, _machine_info(results_dir, machine), rows,
-            [a for a in report.alerts if a.key.machine == machine], newest))
+            [a for a in report.alerts if a.key.machine == machine], newest,
+            dict(sorted(builds.recorded(project.root, envs, history.position).items(),
+                        key=lambda cb: history.position[cb[0]], reverse=True))))
     return Summary(machines, report, branch or project.default_branch)
