@@ -18,7 +18,9 @@ from torchpulse.cli.args import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from torchpulse.errors import TorchpulseError
 
 # exceptions that never leave their module: turned into a status where they are raised
-INTERNAL_SIGNALS = {"torchpulse.compile.performance.EagerError"}
+# caught where raised: eager failing beside compile; a file past its reader's bound (an
+# OSError every caller of files.read_input turns into its own one-line error)
+INTERNAL_SIGNALS = {"torchpulse.compile.performance.EagerError", "torchpulse.files.FileTooLong"}
 HEAVY = ("torch", "scipy", "numpy", "asv")
 
 

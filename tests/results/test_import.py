@@ -149,14 +149,15 @@ def test_a_device_or_a_file_past_the_bound_is_refused_in_one_line(project, tmp_p
     if given == "too-long":  # the bound, made small: a file past it is not read whole
         import torchpulse.results.ingest as ingest
 
-        monkeypatch.setattr(ingest, "RESULTS_FILE_BYTES", 100)
+        monkeypatch.setattr(ingest, "INPUT_FILE_BYTES", 100)
         given = tmp_path / "long.json"
         given.write_text('{"lstm": {"cudnn": 1.5}}' + " " * 100)
     capsys.readouterr()
     assert _import(project, "oss", given) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"torchpulse import: error: {given}: cannot read (")
-    assert err.count("\n") == 1 and ("not a file" in err or "more than 100 bytes" in err)
+    assert err.startswith(f"torchpulse import: error: {given}: ")
+    assert err.count("\n") == 1 and ("cannot read (" in err and "not a file" in err
+                                      or "over 100 bytes, not imported" in err)
     assert project.tree_bytes() == before
 
 

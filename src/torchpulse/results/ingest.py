@@ -65,8 +65,10 @@ def parse_files(fmt: str, files: Sequence[Path], unit: str | None = None,
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except FileTooLong:
-            raise InputError(f"{path}: over {INPUT_FILE_BYTES >> 20} MiB, not imported "
-                             "(its records take ten times that in memory): split it") from None
+            bound = (f"{INPUT_FILE_BYTES >> 20} MiB" if INPUT_FILE_BYTES % 2**20 == 0
+                     else f"{INPUT_FILE_BYTES} bytes")
+            raise InputError(f"{path}: over {bound}, not imported (its records would take "
+                             "ten times that in memory): split it") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: cannot read ({exc})") from None
         parsed = parse(path, text, scale, notes)
