@@ -11,10 +11,9 @@ Per series recorded at both commits (on one machine; any environment):
   of the machine: ``record`` files a build's records under one, and a new record of a
   commit replaces the last), by their levels (each record's own processes: the machine's
   process-to-process noise is in the interval). One record a side leaves it undecided,
-  for ``compare --python`` to decide: its samples come from one asv job, and on the 2.13.0 against
-  2.14.1 records an interval of them called seven LSTM timings 10-35 % slower and the
-  machine canary itself 10 % faster, while interleaved runs (``compare --python``) decided
-  none of them. The machine canary is compared like any series, so the report shows
+  for ``compare --python`` to decide: its samples come from one asv job, and on the 2.13.0
+  against 2.14.1 records an interval of them called seven LSTM timings 10-35 % slower and
+  the machine canary itself 10 % faster, while interleaved runs decided none of them. The machine canary is compared like any series, so the report shows
   whether the machine moved between the records.
 
 The interval is Welch's, of the mean log values, at ``1 - alpha``; the decision is
