@@ -13,8 +13,9 @@ Per series recorded at both commits (on one machine; any environment):
   process-to-process noise is in the interval). One record a side leaves it undecided,
   for ``compare --python`` to decide: its samples come from one asv job, and on the 2.13.0
   against 2.14.1 records an interval of them called seven LSTM timings 10-35 % slower and
-  the machine canary itself 10 % faster, while interleaved runs decided none of them. The machine canary is compared like any series, so the report shows
-  whether the machine moved between the records.
+  the machine canary itself 10 % faster, while interleaved runs decided none of them. The
+  machine canary is compared like any series, so the report shows whether the machine moved
+  between the records.
 
 The interval is Welch's, of the mean log values, at ``1 - alpha``; the decision is
 ``sequential.change``'s on it (slower or faster beyond the threshold, equivalent within it,
