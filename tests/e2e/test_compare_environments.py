@@ -67,12 +67,12 @@ def _environment(where: Path, version: int) -> Path:
     return where / "bin" / "python"
 
 
-def _compare(a: Path, b: Path, out: Path, capsys) -> tuple[int, dict, str]:
+def _compare(a: Path, b: Path, out: Path, capsys, runs: int = 8) -> tuple[int, dict, str]:
     # B's forward is about 1.6x A's (3 runs decide it on a quiet machine); 8 runs, so a
     # test suite running beside it on both cores widens the intervals without leaving it
     # undecided (it did at 5)
     code = main(["compare", "--python", str(a), "--python", str(b), "--workloads", WORKLOADS,
-                 "--max-runs", "8", "--format", "json", "--output", str(out)])
+                 "--max-runs", str(runs), "--format", "json", "--output", str(out)])
     return code, json.loads(out.read_text()), capsys.readouterr().err
 
 
@@ -107,7 +107,7 @@ def test_two_environments_count_time_and_weigh_apart_and_a_moved_one_reuses_its_
     moved.parent.mkdir()
     (tmp_path / "env-a").rename(moved)
     code, again, said = _compare(moved / "bin" / "python", moved / "bin" / "python",
-                                 tmp_path / "aa.json", capsys)
+                                 tmp_path / "aa.json", capsys, runs=3)  # the counts matter
     assert "reused 2 of 2 counts" in said
     for row in again["workloads"]:
         assert row["instructions"]["a"] == row["instructions"]["b"] == \
