@@ -465,14 +465,16 @@ def test_cli_list_shows_models_sources_and_config_notes(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["-k", "^nothing$"], "no model to run"),
-    (["--zoo-config", "/nonexistent.yaml"], "cannot read"),
+    (["--zoo-config", "{tmp}/missing.yaml"], "cannot read"),
     (["--zoo-config", "/dev/null"], "a device or a socket, not a file"),  # /dev/zero: no end
-    (["--models-from", "/nonexistent.py"], "no such models file"),
-    (["--output", "/nonexistent/dir/x.csv"], "not a file in an existing directory"),
+    (["--models-from", "{tmp}/missing.py"], "no such models file"),
+    (["--output", "{tmp}/missing/dir/x.csv"], "not a file in an existing directory"),
     (["--device", "tpu"], "unsupported device"),
     (["--no-mode"], "say --performance or --accuracy"),
 ])
 def test_cli_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, args, message):
+    # paths that are missing inside this test's own folder: a global one may exist
+    args = [a.format(tmp=tmp_path) for a in args]
     out = tmp_path / "keep.csv"
     out.write_text("previous\n")
     argv = ["dynamo", "--accuracy", "--inference", "--size", "smoke", "--device", "cpu",
