@@ -95,8 +95,8 @@ class EnvironmentRuns:
             split_key(k)[0] for k in keys if split_key(k)[1] in (SECONDS, PEAK)))
         if keys is None and self.instructions:
             self._count(side, run)
-        peak = None if keys is None else [split_key(k)[0] for k in keys
-                                          if split_key(k)[1] == PEAK]
+        peak = None if keys is None else {split_key(k)[0] for k in keys
+                                          if split_key(k)[1] == PEAK}
         if names:
             self._time(side, names, run, peak)
         for k in run.values:
@@ -120,12 +120,13 @@ class EnvironmentRuns:
                 else float("nan")
 
     def _time(self, side: Side, names: list[str], run: Run,
-              peak: list[str] | None = None) -> None:
+              peak: set[str] | None = None) -> None:
         """Time ``names`` in one process of ``side``; their peak memory too, of those in
         ``peak`` (all when None): once a workload's peak memory is decided, its later
         processes skip what reading it costs."""
         request = json.dumps({"names": names, "tables": self.tables, "preset": PRESET,
-                              "seconds": self.seconds, "peak": peak})
+                              "seconds": self.seconds,
+                              "peak": None if peak is None else sorted(peak)})
         environ = {**os.environ, **allocation.ENVIRONMENT,
                    "PYTHONPATH": str(self._sources), "TORCHPULSE_DEVICE": "cpu"}
         environ.pop("PYTHONHOME", None)

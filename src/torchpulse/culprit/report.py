@@ -210,6 +210,36 @@ def _function_rows(c: Comparison, runs) -> list[tuple[str, Outcome, tuple]]:
     return out
 
 
+def _functions_text(moved: list[tuple[str, Outcome, tuple]], change: str) -> list[str]:
+    """The functions behind each moved count (name, its outcome, its functions), as lines;
+    ``change``: how the difference is taken ("B - A")."""
+    if not moved:
+        return []
+    lines = ["", f"the functions behind the counts that moved (own instructions a call, {change}"
+             "; grew where the count grew, shrank where it shrank):"]
+    for name, o, functions in moved:
+        total = (o.head or 0) - (o.base or 0)
+        lines.append(f"  {printable(name)}: {_ratio(o)}, {total:+,.0f} instructions")
+        lines += [f"    {printable(_function_line(f, total))}" for f in functions]
+    return lines
+
+
+def _functions_markdown(moved: list[tuple[str, Outcome, tuple]], a: str, b: str) -> list[str]:
+    """The same as markdown tables, the sides' columns named ``a`` and ``b``."""
+    lines = []
+    for name, o, functions in moved:
+        total = (o.head or 0) - (o.base or 0)
+        lines += ["", f"**{markdown_cell(name)}**: instructions {markdown_cell(_ratio(o))}"
+                  f" ({total:+,.0f} a call)", "",
+                  f"| change | share | function | {a} | {b} | was |",
+                  "|---:|---:|---|---:|---:|---|"]
+        lines += [f"| {f.change:+,} | {f.change / total:.0%} | {markdown_cell(cut(f.name, 120))} "
+                  f"| {f.before:,} | {f.after:,} | "
+                  f"{markdown_cell(cut(f.renamed_from, 120)) if f.renamed_from else ''} |"
+                  for f in functions if total]
+    return lines
+
+
 def _function_line(f, total: float) -> str:
     share = f" ({f.change / total:.0%} of the change)" if total else ""
     renamed = f", was {cut(f.renamed_from, 80)}" if f.renamed_from else ""
@@ -245,14 +275,7 @@ def environments_text(c: Comparison, runs) -> str:
         lines.append("  ".join(cell.ljust(w) if k in (0, 3, 6, 9) else cell.rjust(w)
                                for k, (cell, w) in enumerate(zip(row, widths, strict=True))
                                ).rstrip())
-    moved = _function_rows(c, runs)
-    if moved:
-        lines += ["", "the functions behind the counts that moved (own instructions a call, "
-                  "B - A; grew where the count grew, shrank where it shrank):"]
-        for workload, o, functions in moved:
-            total = (o.head or 0) - (o.base or 0)
-            lines.append(f"  {printable(workload)}: {_ratio(o)}, {total:+,.0f} instructions")
-            lines += [f"    {printable(_function_line(f, total))}" for f in functions]
+    lines += _functions_text(_function_rows(c, runs), "B - A")
     return "\n".join(lines) + "\n"
 
 
@@ -264,15 +287,7 @@ def environments_markdown(c: Comparison, runs) -> str:
              "|---|---:|---:|---|---:|---:|---|---:|---:|---|"]
     for workload, m in _by_workload(c).items():
         lines.append("| " + " | ".join(markdown_cell(x) for x in (workload, *_row(m))) + " |")
-    for workload, o, functions in _function_rows(c, runs):
-        total = (o.head or 0) - (o.base or 0)
-        lines += ["", f"**{markdown_cell(workload)}**: instructions {markdown_cell(_ratio(o))}"
-                  f" ({total:+,.0f} a call)", "",
-                  "| change | share | function | A | B | was |", "|---:|---:|---|---:|---:|---|"]
-        lines += [f"| {f.change:+,} | {f.change / total:.0%} | {markdown_cell(cut(f.name, 120))} "
-                  f"| {f.before:,} | {f.after:,} | "
-                  f"{markdown_cell(cut(f.renamed_from, 120)) if f.renamed_from else ''} |"
-                  for f in functions if total]
+    lines += _functions_markdown(_function_rows(c, runs), "A", "B")
     return "\n".join(lines) + "\n"
 
 
@@ -335,21 +350,15 @@ def _stored_summary(s) -> list[str]:
     return lines
 
 
-def _stored_functions(s) -> list[tuple[Outcome, tuple, float]]:
-    return [(o, s.functions[o.key], (o.head or 0) - (o.base or 0))
-            for o in s.comparison.outcomes if s.functions.get(o.key)]
+def _stored_functions(s) -> list[tuple[str, Outcome, tuple]]:
+    return [(o.key, o, s.functions[o.key]) for o in s.comparison.outcomes
+            if s.functions.get(o.key)]
 
 
 def stored_text(s) -> str:
     lines = [printable(line) for line in _stored_summary(s)] + [""]
     lines += compare_text(s.comparison).splitlines()[2:]
-    moved = _stored_functions(s)
-    if moved:
-        lines += ["", "the functions behind the counts that moved (own instructions a call, "
-                  "head - base; grew where the count grew, shrank where it shrank):"]
-        for o, functions, total in moved:
-            lines.append(f"  {printable(o.key)}: {_ratio(o)}, {total:+,.0f} instructions")
-            lines += [f"    {printable(_function_line(f, total))}" for f in functions]
+    lines += _functions_text(_stored_functions(s), "head - base")
     return "\n".join(lines) + "\n"
 
 
@@ -358,15 +367,7 @@ def stored_markdown(s) -> str:
     lines = [f"## torchpulse compare: {markdown_cell(summary[0])}", "",
              *(f"- {markdown_cell(line)}" for line in summary[1:]), ""]
     lines += compare_markdown(s.comparison).splitlines()[4:]
-    for o, functions, total in _stored_functions(s):
-        lines += ["", f"**{markdown_cell(o.key)}**: {markdown_cell(_ratio(o))} "
-                  f"({total:+,.0f} instructions a call)", "",
-                  "| change | share | function | base | head | was |",
-                  "|---:|---:|---|---:|---:|---|"]
-        lines += [f"| {f.change:+,} | {f.change / total:.0%} | {markdown_cell(cut(f.name, 120))} "
-                  f"| {f.before:,} | {f.after:,} | "
-                  f"{markdown_cell(cut(f.renamed_from, 120)) if f.renamed_from else ''} |"
-                  for f in functions if total]
+    lines += _functions_markdown(_stored_functions(s), "base", "head")
     return "\n".join(lines) + "\n"
 
 

@@ -21,7 +21,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.text import printable
+from torchpulse.text import one_line
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
@@ -48,7 +48,7 @@ class _Log:
 
     def say(self, line: str) -> None:
         try:
-            self._lines.put_nowait(printable(line).replace("\n", "\\n"))
+            self._lines.put_nowait(one_line(line))
         except queue.Full:
             with self._lock:
                 self._dropped += 1
