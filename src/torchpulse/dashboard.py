@@ -29,6 +29,7 @@ from torchpulse.files import read_regular, restore, snapshot, write_text_atomica
 from torchpulse.instructions import summary
 from torchpulse.results import asv_results, gitrepo, store
 from torchpulse.results.external import measured_on
+from torchpulse.results.gitrepo import FULL_SHA
 from torchpulse.results.project import Project
 from torchpulse.results.record import asv_environment
 
@@ -39,7 +40,6 @@ LOCK_FILE = Path(".asv") / "dashboard.lock"  # held while a dashboard runs (one_
 # when it has ended or been rolled back: found by the next dashboard, it names the commits a
 # killed one (kill -9, a lost machine) left with some of their rounds only
 IN_FLIGHT_FILE = Path(".asv") / "dashboard-in-flight.json"
-_SHA = re.compile(r"[0-9a-f]{40}")
 
 # exit codes: the alert's (0 none, 1 regressions), or 3 when no regression was found but a
 # benchmark failed to run (as the CI gate has always said)
@@ -325,7 +325,7 @@ def cut_short(root: Path, machine: str | None) -> list[str]:
     commits = data.get("commits")
     if not isinstance(commits, list):
         return []
-    return [c for c in commits if isinstance(c, str) and _SHA.fullmatch(c)]
+    return [c for c in commits if isinstance(c, str) and FULL_SHA.fullmatch(c)]
 
 
 def _measure(project: Project, commits: list[str], bench: str, extra: list[str],

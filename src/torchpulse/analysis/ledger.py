@@ -15,11 +15,11 @@ from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
 from torchpulse.files import read_regular
+from torchpulse.results.gitrepo import FULL_SHA
 
 DEFAULT = Path(".asv") / "confirmed.txt"  # relative to the project's config
 LEDGER_BYTES = 64 * 2**20  # about 100 bytes a pair
 
-_SHA = re.compile(r"[0-9a-f]{40}")
 # a benchmark name a ledger line can hold (what confirm may choose)
 NAME = re.compile(r"\S+")
 _STAMP = re.compile(r"[0-9]{1,15}")
@@ -45,7 +45,7 @@ def read_ledger(path: Path) -> Ledger:
     done: Ledger = {}
     for number, line in enumerate(text.splitlines(), 1):
         parts = line.split()
-        if (len(parts) not in (2, 3) or not _SHA.fullmatch(parts[0])
+        if (len(parts) not in (2, 3) or not FULL_SHA.fullmatch(parts[0])
                 or not NAME.fullmatch(parts[1])
                 or (len(parts) == 3 and not _STAMP.fullmatch(parts[2]))):
             raise LedgerError(f"{path}:{number}: not a 'sha benchmark started-ms' line")

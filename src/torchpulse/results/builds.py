@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from torchpulse.files import read_regular, write_json_atomically
+from torchpulse.results.gitrepo import FULL_SHA
 
 FOLDER = Path(".asv") / "builds"
-_SHA = re.compile(r"[0-9a-f]{40}")
 _ENV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")
 _TEXT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")  # a version, a commit, a CUDA version
 MAX_BYTES = 64 * 1024
@@ -73,7 +73,7 @@ def _checked(version, git_version, cuda, debug) -> Build | None:
 
 
 def path(root: Path, commit: str, env: str) -> Path | None:
-    if not _SHA.fullmatch(commit) or not _ENV.fullmatch(env):
+    if not FULL_SHA.fullmatch(commit) or not _ENV.fullmatch(env):
         return None
     return root / FOLDER / f"{commit}-{env}.json"
 

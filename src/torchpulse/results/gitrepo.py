@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
+
+# a full commit hash as git prints it: what a file named after a commit may hold
+FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 class GitError(TorchpulseError, ValueError):

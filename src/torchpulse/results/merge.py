@@ -11,12 +11,12 @@ tree whose names or machine details would be markup on the site is refused.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.files import RESULTS_FILE_BYTES, write_json_atomically
 from torchpulse.results import asv_results, names
+from torchpulse.results.gitrepo import FULL_SHA
 from torchpulse.results.store import (
     BENCHMARKS_JSON,
     StoreError,
@@ -47,7 +47,6 @@ def _trees(sources: list[Path]) -> None:
                              "<machine>/machine.json)")
 
 
-_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 def _check_source(tree: Path) -> None:
@@ -61,7 +60,7 @@ def _check_source(tree: Path) -> None:
         asv_results.load(path)  # a file every reader takes: its columns, values, versions
         data = read_json_object(path)
         commit = data.get("commit_hash")
-        if not (isinstance(commit, str) and _SHA.fullmatch(commit)):
+        if not (isinstance(commit, str) and FULL_SHA.fullmatch(commit)):
             raise StoreError(f"{path}: its commit_hash is not a commit's 40 hex digits")
         if names.has_infinite(data.get("results")):
             raise StoreError(f"{path}: holds an infinite value (asv's publish cannot handle "

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from torchpulse.results.external import PARAM_VALUE
+from torchpulse.results.gitrepo import FULL_SHA
 from torchpulse.results.importers import InputError, Record, number, param, parse_json
 
 STUB = "pytorch"
@@ -38,7 +39,6 @@ HIGHER_NAMES = frozenset({
 })
 HIGHER_PARTS = ("speedup", "throughput", "_per_second", "_per_sec", "tflops",
                 "bandwidth", "pass_rate")
-_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 def normalised(metric: str) -> str:
@@ -168,7 +168,7 @@ def parse(path: Path, text: str, unit_scale: float | None, notes: list[str] | No
                                  "which has no inverse to store")
             samples = [1.0 / v for v in samples]
         sha = record.get("head_sha")
-        if sha is not None and (not isinstance(sha, str) or not _SHA.fullmatch(sha)):
+        if sha is not None and (not isinstance(sha, str) or not FULL_SHA.fullmatch(sha)):
             raise InputError(f"{place}: head_sha {str(sha)[:60]!r} is not a full commit sha")
         machine = _machine(record, place)
         series = param(series_name(fields), place, "the series")
