@@ -392,19 +392,16 @@ time.sleep(600)
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_a_cancelled_dashboard_stops_asv_and_everything_it_started_and_rolls_back(
-        project, tmp_path, sig):
-    """A CI runner cancelling the job (SIGTERM) or a closed terminal (SIGHUP) stops the
-    dashboard as Ctrl-C does: asv's whole process group stopped (no benchmark process left
-    to write results later), this run's results rolled back, exit 130."""
+def _dashboard_in_asv(project, tmp_path):
+    """A `torchpulse dashboard` process whose asv (FAKE_ASV) has begun writing this run's
+    results and waits: the process, the fake asv's script, and the file holding the pid of
+    the process that asv started."""
     fake = tmp_path / "fake_asv.py"
     fake.write_text(FAKE_ASV)
     started = tmp_path / "started"
-    results = project.results_dir / "fakemachine"
-    before = tree_bytes(project.results_dir)
     env = {**os.environ, "TORCHPULSE_ASV": f"{sys.executable} {fake}",
-           "FAKE_RESULTS": str(results), "FAKE_STARTED": str(started)}
+           "FAKE_RESULTS": str(project.results_dir / "fakemachine"),
+           "FAKE_STARTED": str(started)}
     proc = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "dashboard", "--config",
                              str(project.config), "--no-publish", "HEAD^!"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -414,6 +411,21 @@ def test_a_cancelled_dashboard_stops_asv_and_everything_it_started_and_rolls_bac
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.1)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, fake, started
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_cancelled_dashboard_stops_asv_and_everything_it_started_and_rolls_back(
+        project, tmp_path, sig):
+    """A CI runner cancelling the job (SIGTERM) or a closed terminal (SIGHUP) stops the
+    dashboard as Ctrl-C does: asv's whole process group stopped (no benchmark process left
+    to write results later), this run's results rolled back, exit 130."""
+    before = tree_bytes(project.results_dir)
+    proc, _, started = _dashboard_in_asv(project, tmp_path)
+    try:
         late = int(started.read_text())
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=300)
@@ -469,22 +481,9 @@ def test_an_import_while_the_dashboard_measures_waits_and_survives_its_roll_back
     writes only, and the import then stores its file and its benchmarks.json entry."""
     from paths import IMPORT_DATA
 
-    fake = tmp_path / "fake_asv.py"
-    fake.write_text(FAKE_ASV)
-    started = tmp_path / "started"
-    env = {**os.environ, "TORCHPULSE_ASV": f"{sys.executable} {fake}",
-           "FAKE_RESULTS": str(project.results_dir / "fakemachine"),
-           "FAKE_STARTED": str(started)}
-    dash = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "dashboard", "--config",
-                             str(project.config), "--no-publish", "HEAD^!"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    dash, _, _ = _dashboard_in_asv(project, tmp_path)
     imp = None
     try:
-        deadline = time.monotonic() + 300  # generous: only for a dashboard that hangs
-        while not started.exists() or not started.read_text():
-            assert dash.poll() is None, dash.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
         imp = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "import", "oss",
                                 str(IMPORT_DATA / "oss.json"), "--unit", "ms", "--config",
                                 str(project.config), "--commit", "HEAD", "--machine", "gpu1"],
@@ -514,21 +513,8 @@ def test_commits_a_killed_dashboard_left_half_measured_are_measured_again_in_ful
     """kill -9 of a dashboard and its asv: no roll-back can run, and the results file asv
     had begun holds some rounds only. The next dashboard measures that commit again in
     full (no --skip-existing-successful) before the rest, and says why."""
-    fake = tmp_path / "fake_asv.py"
-    fake.write_text(FAKE_ASV)
-    started = tmp_path / "started"
-    env = {**os.environ, "TORCHPULSE_ASV": f"{sys.executable} {fake}",
-           "FAKE_RESULTS": str(project.results_dir / "fakemachine"),
-           "FAKE_STARTED": str(started)}
-    dash = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "dashboard", "--config",
-                             str(project.config), "--no-publish", "HEAD^!"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    dash, fake, started = _dashboard_in_asv(project, tmp_path)
     try:
-        deadline = time.monotonic() + 300  # generous: only for a dashboard that hangs
-        while not started.exists() or not started.read_text():
-            assert dash.poll() is None, dash.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
         marker = json.loads((project.root / dashboard.IN_FLIGHT_FILE).read_text())
     finally:
         dash.kill()  # then what it started, which holds its output open

@@ -23,6 +23,20 @@ def project(tmp_path):
     return tmp_path, truths
 
 
+def _indexed(path):
+    """The project's index built, its files old enough not to be racy (so they are read
+    from it next time), and what reading the files directly gives."""
+    import os
+    import time
+
+    for file in (path / "results").rglob("*.json"):
+        os.utime(file, (time.time() - 60, time.time() - 60))
+    where = results_index.location(path, path / "results")
+    direct = _load(path, None)
+    assert _load(path, where) == direct
+    return where, direct
+
+
 def _load(path, index):
     history = History(synthetic.history(path))
     series, off = load_series(path / "results", history, index=index)
@@ -172,15 +186,9 @@ def test_an_index_whose_rows_do_not_hold_together_is_built_again(project, forge)
     anything is allocated from it or indexed with it, each row matches its seal, and a
     damaged or forged one is rebuilt (a forged commit, two series swapped, a flipped bit
     kept their shape and gave wrong verdicts on every run)."""
-    import os
-    import time
 
     path, _ = project
-    for file in (path / "results").rglob("*.json"):  # not racy: read from the index
-        os.utime(file, (time.time() - 60, time.time() - 60))
-    where = results_index.location(path, path / "results")
-    direct = _load(path, None)
-    assert _load(path, where) == direct
+    where, direct = _indexed(path)
     con = sqlite3.connect(where)
     if forge.startswith("UPDATE"):
         con.executescript(forge)
@@ -301,17 +309,11 @@ def test_a_planted_key_others_could_know_is_replaced_and_rows_sealed_with_it_reb
     know as the key, and resealed a forged row with it (the adversarial run's "0 of 25
     regressions"): a key that others may read or write is not torchpulse's, so it is
     replaced, and the forged row does not match the new one."""
-    import os
-    import time
 
     from torchpulse.results import seal
 
     path, _ = project
-    for file in (path / "results").rglob("*.json"):  # not racy: read from the index
-        os.utime(file, (time.time() - 60, time.time() - 60))
-    where = results_index.location(path, path / "results")
-    direct = _load(path, None)
-    assert _load(path, where) == direct
+    where, direct = _indexed(path)
     known = b"k" * 32
     key = where.parent / "key"
     key.write_bytes(known)
@@ -333,16 +335,10 @@ def test_rows_of_two_builds_of_the_index_never_mix(project):
     """Two snapshots of the index, each sealed with the same key, built from nothing at
     different times: the series of one with the files of the other were read as one index
     (every regression on the wrong machine). Each build seals with its own generation."""
-    import os
     import shutil
-    import time
 
     path, _ = project
-    for file in (path / "results").rglob("*.json"):
-        os.utime(file, (time.time() - 60, time.time() - 60))
-    where = results_index.location(path, path / "results")
-    direct = _load(path, None)
-    assert _load(path, where) == direct
+    where, direct = _indexed(path)
     first = where.with_name("first.sqlite")
     shutil.copy(where, first)
     where.unlink()
