@@ -6,13 +6,15 @@ blocks a read for good, a link to /dev/zero never ends. Standard library only.""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -151,3 +153,23 @@ def remove_leftovers(folder: Path, depth: int = 2) -> int:
         elif depth > 1 and entry.is_dir() and not entry.is_symlink():
             removed += remove_leftovers(entry, depth - 1)
     return removed
+
+
+@contextmanager
+def locked_folder(folder: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """An exclusive lock on ``folder`` itself (flock on its descriptor: no lock file is left
+    behind), for the commands that read, change and write what it holds. ``waiting`` is
+    called once when another holds it, before waiting for it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                waiting()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

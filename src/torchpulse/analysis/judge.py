@@ -9,6 +9,7 @@ import dataclasses
 import functools
 
 from torchpulse.analysis import detector
+from torchpulse.analysis import triage as triaged
 from torchpulse.analysis import verdicts as verdicts_cache
 from torchpulse.analysis.columns import undisturbed
 from torchpulse.analysis.detector import (
@@ -33,6 +34,8 @@ from torchpulse.analysis.model import (
 from torchpulse.analysis.series import EXACT, Series
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.results.gitrepo import History
+from torchpulse.results.triage import NONE as NO_TRIAGE
+from torchpulse.results.triage import Triage
 
 
 def _change_alert(series: Series, change: ChangePoint) -> Alert:
@@ -78,6 +81,25 @@ def _analyse(series: Series, settings: Settings) -> SeriesVerdict:
                             noise_floor=settings.noise_floor)
 
 
+def _verdicts(used: list[Series], settings: Settings, triage: Triage,
+              cache: verdicts_cache.Cache | None, tag: str = "") -> list[SeriesVerdict]:
+    """The verdict of every series in ``used``, each with its threshold (a benchmark rule
+    of the triage file where one gives it); ``tag`` keeps the cache's entries of series the
+    triage file moved apart from those of the series as measured."""
+    groups: dict[float | None, list[int]] = {}
+    for i, s in enumerate(used):
+        groups.setdefault(triage.threshold(s.key.name), []).append(i)
+    found: list[SeriesVerdict | None] = [None] * len(used)
+    for threshold, members in groups.items():
+        own = settings.with_threshold(threshold)
+        done = verdicts_cache.compute([used[i] for i in members],
+                                      functools.partial(_analyse, settings=own),
+                                      own.key, cache, tag)
+        for i, verdict in zip(members, done, strict=True):
+            found[i] = verdict
+    return found  # type: ignore[return-value]  # every index is in one group
+
+
 def _status(verdict: SeriesVerdict, points: int, alert: Alert | None, least: int) -> str:
     if points < least:
         return TOO_FEW
@@ -89,7 +111,8 @@ def _status(verdict: SeriesVerdict, points: int, alert: Alert | None, least: int
 def evaluate(series: list[Series], history: History, *, settings: Settings = DEFAULTS,
              since: str | None = None, history_mode: bool = False, off_branch_files: int = 0,
              canary: Canary | None = None, confirmed: Ledger | None = None,
-             cache: verdicts_cache.Cache | None = None) -> Report:
+             cache: verdicts_cache.Cache | None = None, triage: Triage = NO_TRIAGE,
+             ignored: int = 0) -> Report:
     """Run detection on every series and give each its status (``cache``: verdicts of
     series unchanged since they were stored, torchpulse.analysis.verdicts): a series of counted work
     (instructions) with the settings' count threshold for its threshold, an exact counter by
@@ -100,24 +123,37 @@ def evaluate(series: list[Series], history: History, *, settings: Settings = DEF
     the alarms a thousand separate tests would; with ``since``, only those whose first
     culprit comes after that commit count. An active regression whose (commit, benchmark)
     is in ``confirmed`` and whose stored measurement there started after the ledger's stamp
-    was measured twice there."""
+    was measured twice there. The entries of ``triage`` that land on a series are its
+    marks; the accepted, invalid and infrastructure ones are taken out of it before it is
+    judged (torchpulse.analysis.triage), and every alert names the entry covering it."""
     start = history.position[since] + 1 if since is not None else 0
 
     def recent(alert: Alert) -> bool:
         return history.position[alert.commit] >= start
 
     used = [dataclasses.replace(s, points=undisturbed(s.points)) for s in series]
-    found = verdicts_cache.compute(
-        used, functools.partial(_analyse, settings=settings), settings.key, cache)
-    verdicts = list(zip(series, used, found, strict=True))
+    raw = _verdicts(used, settings, triage, cache)
+    marked = [triaged.marks(s, u, v, history, triage) if triage.entries else []
+              for s, u, v in zip(series, used, raw, strict=True)]
+    moved = {i: m for i, m in enumerate(triaged.absorb(u, v, f) for u, v, f
+                                         in zip(used, raw, marked, strict=True)) if m}
+    again = dict(zip(moved, _verdicts(list(moved.values()), settings, triage, cache,
+                                      "#triaged"), strict=True))
+    judged = [moved.get(i, u) for i, u in enumerate(used)]
+    found = [again.get(i, v) for i, v in enumerate(raw)]
+    verdicts = list(zip(series, judged, found, strict=True))
     # the family: every series that could alert (a series without an active regression
     # counts with p = 1)
     cutoff = benjamini_hochberg([v.pvalue for _, u, v in verdicts
                                  if len(u.points) >= needed(u)], settings.alpha)
     checked: list[Checked] = []
     alerts: list[Alert] = []
-    for s, u, verdict in verdicts:
-        active = [_behind(s, _regression_alert(u, r)) for r in verdict.active
+    for (s, u, verdict), plain, first, marks in zip(verdicts, used, raw, marked, strict=True):
+        def covered(alert: Alert, marks: list = marks) -> Alert:
+            entry = triaged.covering(marks, history, alert.previous_commit, alert.last)
+            return dataclasses.replace(alert, triage=entry) if entry else alert
+
+        active = [covered(_behind(s, _regression_alert(u, r))) for r in verdict.active
                   if r.pvalue <= cutoff]
         alert = next((a for a in active if recent(a)), None)
         if alert is not None and confirmed and measured_again(
@@ -126,12 +162,14 @@ def evaluate(series: list[Series], history: History, *, settings: Settings = DEF
             alert = dataclasses.replace(alert, confirmed=True)
         checked.append(Checked(s, verdict, _status(verdict, len(u.points), alert, needed(u)),
                                alert))
-        if history_mode:
-            found = [_change_alert(u, cp) for cp in verdict.change_points]
-            found += [_drift_alert(u, d) for d in verdict.drifts]
-            alerts += [a for a in map(functools.partial(_behind, s), found) if recent(a)]
+        if history_mode:  # every change as measured, with what the triage file says of it
+            changes = [_change_alert(plain, cp) for cp in first.change_points]
+            changes += [_drift_alert(plain, d) for d in first.drifts]
+            alerts += [covered(a) for a in map(functools.partial(_behind, s), changes)
+                       if recent(a)]
         elif alert is not None:
             alerts.append(alert)
     alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))
     return Report(alerts, checked, history_mode, settings, off_branch_files,
-                  canary or Canary(), history)
+                  canary or Canary(), history, triage,
+                  tuple(m for found in marked for m in found), ignored)

@@ -13,9 +13,12 @@ from torchpulse.analysis.detector import SeriesVerdict
 from torchpulse.analysis.disturbance import Canary
 from torchpulse.analysis.series import EXACT, Series, SeriesKey
 from torchpulse.analysis.settings import Settings
+from torchpulse.analysis.triage import Mark
 from torchpulse.instructions.profiles import FunctionChange
 from torchpulse.results.builds import Build
 from torchpulse.results.gitrepo import History
+from torchpulse.results.triage import NONE as NO_TRIAGE
+from torchpulse.results.triage import Entry, Triage
 
 # A series' status, computed once here and shown the same by every report format, the
 # summary page, the alerts JSON and the site's Regressions tab.
@@ -55,6 +58,9 @@ class Alert:
     # the torch builds `torchpulse record` measured ``previous_commit`` and ``commit`` with
     # (torchpulse.results.builds), where it stored them
     builds: tuple[Build | None, Build | None] = (None, None)
+    # what the repository's triage file says about this change (torchpulse.results.triage):
+    # investigating or fixed on an active regression; any state in --history
+    triage: Entry | None = None
 
     @property
     def last(self) -> str:
@@ -116,6 +122,16 @@ class Report:
     off_branch_files: int
     canary: Canary = Canary()  # the machine canary's readings (none: nothing disturbed)
     history: History | None = None  # the first-parent history the series were ordered by
+    # the repository's triage file, and its entries where they landed on a series (those
+    # accepted, invalid or infrastructure were taken out of it before it was judged)
+    triage: Triage = NO_TRIAGE
+    marks: tuple[Mark, ...] = ()
+    ignored: int = 0  # series a benchmark rule of the triage file says to ignore
+
+    @property
+    def absorbed(self) -> list[Mark]:
+        """The changes the triage file took out of their series (no longer alerting)."""
+        return [m for m in self.marks if m.absorbed]
 
     @property
     def alpha(self) -> float:
@@ -134,9 +150,10 @@ class Report:
         return self.settings.device_threshold
 
     def threshold_for(self, series: Series) -> float | None:
-        """The smallest change worth an alert on ``series``; None for an exact counter, on
-        which any increase is one."""
-        return self.settings.threshold_for(series.rule)
+        """The smallest change worth an alert on ``series`` (a benchmark rule of the triage
+        file, else the settings'); None for an exact counter, on which any increase is one."""
+        return self.settings.with_threshold(self.triage.threshold(series.key.name)
+                                            ).threshold_for(series.rule)
 
     @property
     def rules(self) -> set[str]:

@@ -1,5 +1,6 @@
 """The alert's pipeline: a project's series loaded (through the results index), the
-canary's rule applied, the series judged (torchpulse.analysis.judge, with the verdict cache
+canary's rule applied, the repository's triage file read (its ignored series left out), the
+series judged (torchpulse.analysis.judge, with the verdict cache
 and the confirmation ledger), and the functions that grew added to each instruction alert
 from the stored profiles."""
 
@@ -20,6 +21,7 @@ from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.instructions import profiles
 from torchpulse.results import builds
 from torchpulse.results import index as results_index
+from torchpulse.results import triage as triage_file
 from torchpulse.results.gitrepo import GitError
 from torchpulse.results.project import Project
 
@@ -41,12 +43,15 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
         if since_sha not in history.position:
             raise SeriesError(f"--since: commit {since_sha[:8]} is not on the first-parent "
                               "history of the branch")
+    triage = triage_file.read(project.root)
     where = results_index.location(project.root, project.results_dir)
     series, off_branch = load_series(project.results_dir, history, machine, index=where)
-    series, canary = assess(series)
-    report = evaluate(series, history, settings=settings, since=since_sha,
+    series, canary = assess(series)  # the canary reads every series, ignored ones too
+    kept = [s for s in series if not triage.ignored(s.key.name)]
+    report = evaluate(kept, history, settings=settings, since=since_sha,
                       history_mode=history_mode, off_branch_files=off_branch, canary=canary,
-                      confirmed=confirmed, cache=verdicts_cache.Cache(where))
+                      confirmed=confirmed, cache=verdicts_cache.Cache(where), triage=triage,
+                      ignored=len(series) - len(kept))
     return with_builds(with_functions(report, profiles.folder(project.root)), project.root)
 
 

@@ -4,6 +4,7 @@ that each judges with the thresholds the user gave."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from torchpulse.analysis.defaults import (
@@ -29,6 +30,14 @@ class Settings:
         COUNT, DEVICE, EXACT); None for an exact counter, on which any increase is one."""
         return {EXACT: None, COUNT: self.count_threshold,
                 DEVICE: self.device_threshold}.get(rule, self.threshold)
+
+    def with_threshold(self, threshold: float | None) -> Settings:
+        """These settings with ``threshold`` for every rule that has one (a benchmark rule
+        of the triage file); themselves when None."""
+        if threshold is None:
+            return self
+        return dataclasses.replace(self, threshold=threshold, count_threshold=threshold,
+                                   device_threshold=threshold)
 
     @property
     def key(self) -> tuple[float, ...]:

@@ -171,11 +171,11 @@ def _cores() -> int:
 
 
 def compute(series: Sequence[Series], analyse: Callable[[Series], SeriesVerdict],
-            settings: tuple, cache: Cache | None = None) -> list[SeriesVerdict]:
+            settings: tuple, cache: Cache | None = None, tag: str = "") -> list[SeriesVerdict]:
     """``analyse`` of every series, in order: from ``cache`` where its digest matches, the
     others across the cores (forked workers) when there are many, and stored back."""
     global _JOB
-    labels = [repr(s.key) for s in series]
+    labels = [repr(s.key) + tag for s in series]
     digests = [digest(s, settings) for s in series] if cache else []
     known = cache.get(dict(zip(labels, digests, strict=True))) if cache else {}
     todo = [i for i, label in enumerate(labels) if label not in known]

@@ -5,6 +5,7 @@ parses, calls one library function, prints and returns an exit code.
     fastrnns   check, runners, bench, profile         (torchpulse.fastrnns)
     results    import, export, merge, init, record    (torchpulse.results)
     alerts     alert, disturbed, evaluate-detection   (torchpulse.analysis)
+    triage     triage accept|invalid|...|list|stats   (torchpulse.results.triage)
     culprit    compare, bisect                        (torchpulse.culprit)
     fleet      fleet run                              (torchpulse.fleet)
     site       publish, serve                         (torchpulse.site)
@@ -35,12 +36,14 @@ from torchpulse.cli import (
     fleet,
     results,
     site,
+    triage,
 )
 from torchpulse.cli.args import EXIT_USAGE, Parser
 from torchpulse.errors import TorchpulseError
 from torchpulse.text import one_line
 
-GROUPS = (dashboard, fastrnns, results, alerts, culprit, fleet, site, autograd, dynamo)
+GROUPS = (dashboard, fastrnns, results, alerts, triage, culprit, fleet, site, autograd,
+          dynamo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,11 +17,13 @@ from torchpulse.text import markdown_cell, printable, workflow_data
 
 
 def _value(o: Outcome, v: float | None) -> str:
-    """A measured value in its benchmark's unit (instructions in full, seconds scaled); a
-    bare number when no run declared the unit."""
+    """A measured value in its benchmark's unit (instructions in full, seconds scaled, in
+    the scale its comparison's two values share); a bare number when no run declared the
+    unit."""
     if v is None:
         return "-"
-    return human(v, o.unit) if o.unit else f"{v:.4g}"
+    both = [x for x in (o.base, o.head) if x is not None]
+    return human(v, o.unit, *both) if o.unit else f"{v:.4g}"
 
 
 def _change(o: Outcome) -> str:

@@ -9,10 +9,11 @@ from torchpulse.reports.phrases import (
     change,
     cut,
     drift_text,
-    human,
+    levels_text,
     p_text,
     repro_command,
     status_text,
+    triage_text,
     unstable,
 )
 from torchpulse.text import workflow_data as _escape
@@ -25,11 +26,12 @@ def to_github(report: Report) -> str:
         lines.append(f"::{level} title={_escape(a.direction.capitalize())} "
                      f"{_escape(change(a))}::{_escape(a.key.name)} on "
                      f"{_escape(a.key.machine)}/"
-                     f"{_escape(a.key.env)}: {_escape(human(a.before, a.unit))} -> "
-                     f"{_escape(human(a.after, a.unit))} at {a.commit[:12]}"
+                     f"{_escape(a.key.env)}: {_escape(levels_text(a.before, a.after, a.unit))} "
+                     f"at {a.commit[:12]}"
                      + (f" or at {', '.join(c[:12] for c in a.disturbed_before)} (measured on "
                         "a disturbed machine)" if a.disturbed_before else "")
                      + (f" ({_escape(drift_text(a))})" if a.drifts else "")
+                     + (f"; triage: {_escape(triage_text(a.triage))}" if a.triage else "")
                      + (f"; grew most: {_escape(cut(a.functions[0].name, 100))} "
                         f"({a.functions[0].change:+,} instructions a call)"
                         if a.functions else "")

@@ -33,7 +33,13 @@ def to_json(report: Report) -> str:
                       for f in a.functions],
         "builds": [dataclasses.asdict(b) if b else None for b in a.builds]
         if any(a.builds) else None,
+        "triage": a.triage.as_dict() if a.triage else None,
     } for a in report.alerts]
+    triaged = [{
+        "benchmark": m.key.benchmark, "params": list(m.key.params), "machine": m.key.machine,
+        "env": m.key.env, "commit": m.commit, "before": m.before, "after": m.after,
+        "unit": m.unit, "triage": m.entry.as_dict(),
+    } for m in report.absorbed]
     verdicts = [{
         "benchmark": c.series.key.benchmark, "params": list(c.series.key.params),
         "machine": c.series.key.machine, "env": c.series.key.env, "status": c.status,
@@ -59,4 +65,5 @@ def to_json(report: Report) -> str:
                                       "count": report.count_threshold,
                                       "device": report.device_threshold, "exact": None},
                        "counts": {s: report.count(s) for s in STATUSES},
-                       "verdicts": verdicts, "canary": canary}, indent=2) + "\n"
+                       "verdicts": verdicts, "canary": canary, "triaged": triaged,
+                       "ignored": report.ignored}, indent=2) + "\n"

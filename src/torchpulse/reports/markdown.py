@@ -22,6 +22,8 @@ from torchpulse.reports.phrases import (
     reach_text,
     repro_command,
     thresholds_text,
+    triage_text,
+    triaged_text,
     upper_first,
     what_text,
 )
@@ -35,6 +37,8 @@ def to_markdown(report: Report) -> str:
     reach = reach_text(report)
     if reach:
         lines += [f"{upper_first(reach)}.", ""]
+    if triaged_text(report):
+        lines += [f"{_md(upper_first(triaged_text(report)))}.", ""]
     by_commit: dict[str, list[Alert]] = defaultdict(list)
     for a in report.alerts:
         by_commit[a.commit].append(a)
@@ -48,11 +52,14 @@ def to_markdown(report: Report) -> str:
             culprits = ", ".join([*(f"`{c[:12]}`" for c in a.culprits),
                                   *(f"drift `{f[:12]}`..`{t[:12]}`" for f, t in a.drifts)])
             lines.append(f"| {_md(a.key.name)} | {_md(a.key.machine)} / {_md(a.key.env)} | "
-                         f"{_md(human(a.before, a.unit))} | {_md(human(a.after, a.unit))} | "
+                         f"{_md(human(a.before, a.unit, a.after))} | "
+                         f"{_md(human(a.after, a.unit, a.before))} | "
                          f"{_md(change(a))}{qualifiers(a)} | {p_text(a)} | "
                          f"{culprits} |")
         lines.append("")
         for a in alerts:
+            if a.triage:
+                lines += [f"Triage of {_md(a.key.name)}: {_md(triage_text(a.triage))}", ""]
             if builds_text(a):
                 lines += [f"Builds of {_md(a.key.name)}: {_md(builds_text(a))}", ""]
             if a.functions:

@@ -29,22 +29,40 @@ from torchpulse.analysis.series import (
     INVERSE_CALLS,
     rule_of,
 )
+from torchpulse.results.triage import FILE as TRIAGE_FILE
+from torchpulse.results.triage import FIXED, Entry
 
 NOISY_SHOWN = 10  # noisiest series listed in the noise report
 
 
-def human(value: float, unit: str) -> str:
-    """A value in its unit, scaled to read well (seconds -> ms/us, bytes -> MiB ...)."""
-    if unit in ("seconds", DEVICE_SECONDS):  # kernel time reads as a time
-        for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-            if abs(value) >= scale:
-                return f"{value / scale:.3g} {suffix}"
-        return f"{value * 1e9:.3g} ns"
-    if unit == "bytes":
-        for scale, suffix in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-            if abs(value) >= scale:
-                return f"{value / scale:.3g} {suffix}"
-        return f"{value:.0f} B"
+_TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
+_BYTE_SCALES = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B"))
+
+
+def _scale(values: tuple[float, ...], unit: str) -> tuple[float, str] | None:
+    """The one scale several values of ``unit`` are written in: the largest whose biggest
+    value, rounded to three digits, is at least 1 (999.96 ms reads 1 s, never 1e+03 ms);
+    None for units shown as they are."""
+    scales = _TIME_SCALES if unit in ("seconds", DEVICE_SECONDS) else \
+        _BYTE_SCALES if unit == "bytes" else None
+    if scales is None:
+        return None
+    top = max((abs(v) for v in values if math.isfinite(v)), default=0.0)
+    for scale, suffix in scales:
+        if float(f"{top / scale:.3g}") >= 1:
+            return scale, suffix
+    return scales[-1]
+
+
+def human(value: float, unit: str, *others: float) -> str:
+    """A value in its unit, scaled to read well (seconds -> ms/us, bytes -> MiB ...); with
+    ``others``, in the scale all of them share (a level and its change: one unit a line)."""
+    found = _scale((value, *others), unit)
+    if found is not None:
+        scale, suffix = found
+        if suffix == "B":
+            return f"{value:.0f} B"
+        return f"{value / scale:.3g} {suffix}"
     if unit == INVERSE_CALLS and value > 0:  # stored inverted (lower is better): show calls
         return f"{1.0 / value:.4g} calls captured"
     if rule_of(unit) in (COUNT, EXACT):  # a count, every digit (6,494,123, not 6.494e+06): a median
@@ -52,12 +70,40 @@ def human(value: float, unit: str) -> str:
     return f"{value:.4g}" + ("" if unit == "unit" else f" {unit}")
 
 
+def levels_text(before: float, after: float, unit: str) -> str:
+    """'1 s -> 1.1 s': two levels of a series in one scale."""
+    return f"{human(before, unit, after)} -> {human(after, unit, before)}"
+
+
+def triage_text(entry: Entry) -> str:
+    """What the triage file says of a change: 'accepted: a note', 'fixed by 1a2b3c4d'."""
+    state = f"fixed by {entry.fixed_by[:8]}" if entry.state == FIXED else entry.state
+    return f"{state}: {entry.note}" if entry.note else state
+
+
+def triaged_text(report: Report) -> str:
+    """'' or what the triage file took out of the series and left out: '3 changes taken out
+    of their series by torchpulse.toml (2 accepted, 1 infrastructure); 4 series ignored'."""
+    parts = []
+    absorbed = report.absorbed
+    if absorbed:
+        states = defaultdict(int)
+        for m in absorbed:
+            states[m.entry.state] += 1
+        noun = "change" if len(absorbed) == 1 else "changes"
+        parts.append(f"{len(absorbed)} {noun} taken out of their series ("
+                     + ", ".join(f"{n} {state}" for state, n in sorted(states.items())) + ")")
+    if report.ignored:
+        parts.append(f"{report.ignored} series ignored")
+    return f"triage ({TRIAGE_FILE}): {'; '.join(parts)}" if parts else ""
+
+
 def change(alert: Alert) -> str:
     """The change an alert reports: relative, or absolute when it rose from zero."""
     if not alert.before or alert.unit == INVERSE_CALLS:
         if alert.unit == INVERSE_CALLS and alert.before and alert.after:
             return f"{round(1 / alert.after - 1 / alert.before):+d} calls captured"
-        return f"+{human(alert.after - alert.before, alert.unit)}"
+        return f"+{human(alert.after - alert.before, alert.unit, alert.before, alert.after)}"
     return f"{(alert.ratio - 1) * 100:+.1f}%"
 
 

@@ -14,15 +14,18 @@ from torchpulse.reports.phrases import (
     drift_text,
     function_lines,
     gap_text,
-    human,
+    levels_text,
     noise_row,
     noisiest,
     p_text,
     reach_text,
     repro_command,
     thresholds_text,
+    triage_text,
+    triaged_text,
     what_text,
 )
+from torchpulse.results.triage import FIXED
 from torchpulse.text import printable
 
 
@@ -36,8 +39,12 @@ def to_text(report: Report) -> str:
         culprits = (f"; culprits {', '.join(c[:8] for c in a.culprits)}"
                     if len(a.culprits) > 1 else "")
         lines.append(f"              at {a.commit[:8]} ({after_text(a, lambda c: c[:8])}): "
-                     f"{human(a.before, a.unit)} -> {human(a.after, a.unit)}, p={p_text(a)}"
+                     f"{levels_text(a.before, a.after, a.unit)}, p={p_text(a)}"
                      f"{culprits}")
+        if a.triage:
+            lines.append(f"              triage: {triage_text(a.triage)}"
+                         + (" (the level is not back)" if a.triage.state == FIXED
+                            and not report.history_mode else ""))
         if a.drifts:
             lines.append(f"              a slow drift, not a step: {drift_text(a)}")
         if builds_text(a):
@@ -57,6 +64,8 @@ def to_text(report: Report) -> str:
         if command:
             lines.append(f"              {gap_text(report, a)}; find the culprit: {command}")
     lines.append(f"status: {counts(report)}")
+    if triaged_text(report):
+        lines.append(triaged_text(report))
     reach = reach_text(report)
     if reach:
         lines.append(reach)

@@ -8,10 +8,8 @@ and everything that can be refused is checked before the first byte is written.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
-import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -20,7 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.files import remove_leftovers, restore, snapshot, write_json_atomically
+from torchpulse.files import (
+    locked_folder,
+    remove_leftovers,
+    restore,
+    snapshot,
+    write_json_atomically,
+)
 from torchpulse.results import asv_results, external
 from torchpulse.results.importers import Record
 from torchpulse.text import printable
@@ -47,25 +51,15 @@ def check_name(value: str, what: str) -> str:
 
 @contextmanager
 def locked(results_dir: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
-    """An exclusive lock on the results directory itself (flock on its descriptor: no lock
-    file is left behind), held while reading, merging and writing by every command that
-    writes results: import, merge, record and the dashboard's asv run (whose roll-back on
-    an interrupt may then undo only its own writes). ``waiting`` is called once when
-    another writer holds it (default: a line on stderr), before waiting for it. Taking it
-    removes the scratch files of writers killed before (``files.remove_leftovers``)."""
-    results_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(results_dir, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            (waiting or _say_waiting(results_dir))()
-            fcntl.flock(fd, fcntl.LOCK_EX)
+    """An exclusive lock on the results directory itself (files.locked_folder), held while
+    reading, merging and writing by every command that writes results: import, merge,
+    record and the dashboard's asv run (whose roll-back on an interrupt may then undo only
+    its own writes). ``waiting`` is called once when another writer holds it (default: a
+    line on stderr), before waiting for it. Taking it removes the scratch files of writers
+    killed before (``files.remove_leftovers``)."""
+    with locked_folder(results_dir, waiting or _say_waiting(results_dir)):
         remove_leftovers(results_dir)  # of writers killed before: none can be live now
         yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def _say_waiting(results_dir: Path) -> Callable[[], None]:

@@ -134,8 +134,8 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
                + "".join(f"<li><code>{escape(line)}</code></li>"
                          for line in function_lines(a, 200)) + "</ul></details>"
                if a.functions else "") + "</td>"
-            f'<td class="num">{escape(human(a.before, a.unit))}</td>'
-            f'<td class="num">{escape(human(a.after, a.unit))}</td>'
+            f'<td class="num">{escape(human(a.before, a.unit, a.after))}</td>'
+            f'<td class="num">{escape(human(a.after, a.unit, a.before))}</td>'
             f'<td class="num">{p_text(a)}</td></tr>')
     return rows
 

@@ -91,8 +91,8 @@ def _feed_entry(alert: Alert, row: list, index: dict) -> FeedEntry:
         commits = f"{alert.previous_commit[:8]}..{alert.last[:8]}"
     summary = (f'<a href="{html.escape(link)}">{html.escape(change(alert))} regression</a> '
                f"in {html.escape(commits)} (torchpulse alert, p={p_text(alert)}).<br>"
-               f"Now {html.escape(human(alert.after, alert.unit))}, before "
-               f"{html.escape(human(alert.before, alert.unit))}.")
+               f"Now {html.escape(human(alert.after, alert.unit, alert.before))}, before "
+               f"{html.escape(human(alert.before, alert.unit, alert.after))}.")
     return FeedEntry(f"{change(alert)} {name}", when, link, summary,
                      [name, alert.previous_commit, alert.commit], when)
 
