@@ -14,6 +14,7 @@ from torchpulse.cli import main
 from torchpulse.evaluation import project as evaluation_project
 from torchpulse.files import write_json_atomically
 from torchpulse.instructions import profiles
+from torchpulse.reports.phrases import human, levels_text
 from torchpulse.results import asv_results
 from torchpulse.results.project import Project
 from torchpulse.site import page, summary
@@ -128,7 +129,6 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     assert "-2 calls captured" in text
     assert "1,300 kernels -> 1,400 kernels" in text
     # a count whose median per call is not whole is still printed in full
-    from torchpulse.reports.phrases import human
     assert human(64_944_792.5, "instructions") == "64,944,792 instructions"
     assert human(1_300.25, "kernels") == "1,300 kernels"
     # the functions behind the instruction step, largest growth first, names made printable
@@ -213,3 +213,23 @@ def test_an_exact_counter_regresses_at_any_increase_it_still_holds(values, moves
     else:
         (r,) = verdict.active
         assert (r.index, r.culprits, r.before, r.after) == regression
+
+
+UNITS = ["seconds", "device seconds", "bytes", "instructions", "kernels", "graph breaks",
+         "synchronizations", "ratio", "unit"]
+LEVELS = [0.9999, 0.99995, 1.0, 1.1, 999.96e-6, 1.2e-3, 0.5e-6, 3e-9, 1023.9, 1024.0,
+          2**20 - 1, 3 * 2**30, 0.0, 12.0, 6_494_123.0]
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_a_level_and_its_change_are_written_in_one_unit(unit):
+    """Two levels of one series in one line share their scale (a level that went from 1.00 s
+    to 1.10 s once read '1e+03 ms -> 1.1 s'), for every rule and unit, across the
+    boundaries between scales."""
+    for before in LEVELS:
+        for after in LEVELS:
+            said = levels_text(before, after, unit)
+            left, right = said.split(" -> ")
+            assert left.split(" ", 1)[1:] == right.split(" ", 1)[1:], said
+            assert "e+" not in said and "e-" not in said, said
+            assert left == human(before, unit, after) and right == human(after, unit, before)

@@ -176,7 +176,7 @@ def test_stats_count_the_marked_false_alarms_and_suggest_a_threshold(proj, capsy
     assert s["largest_false"] < s["threshold"] <= s["smallest_real"]
     assert exit_code(["triage", "stats", "--config", str(path / "asv.conf.json")]) == 0
     text = capsys.readouterr().out
-    assert f"would have kept 2 false alarm(s) quiet" in text and "threshold now 5.0%" in text
+    assert "would have kept 2 false alarm(s) quiet" in text and "threshold now 5.0%" in text
 
 
 def test_benchmark_rules_set_thresholds_and_ignore_series(proj, capsys):

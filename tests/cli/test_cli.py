@@ -42,8 +42,9 @@ def test_every_command_is_listed():
     assert names == {"check", "runners", "bench", "profile", "import", "merge", "alert",
                      "disturbed", "evaluate-detection", "publish", "serve", "autograd",
                      "dynamo", "record", "init", "compare", "bisect", "fleet", "export",
-                     "dashboard"}
+                     "dashboard", "triage"}
     assert ["autograd", "compare"] in commands() and ["fleet", "run"] in commands()
+    assert ["triage", "accept"] in commands() and ["triage", "stats"] in commands()
 
 
 def test_help_imports_neither_torch_nor_scipy():

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -291,3 +292,48 @@ def visit_wait(driver, js: str, timeout: float = 20.0):
 
     return WebDriverWait(driver, timeout).until(lambda d: d.execute_script(
         f"try {{ return {js}; }} catch (e) {{ return null; }}"))
+
+
+@pytest.fixture(scope="module")
+def triaged_site(tmp_path_factory):
+    """A site whose repository triaged two of its three steps: one accepted with a note
+    that holds markup, one under investigation."""
+    path = tmp_path_factory.mktemp("triaged-site")
+    truths = synthetic.build(path, commits=COMMITS, per_cell=1, noise_series=1, seed=31,
+                             kinds=("step", "noise"), sizes=(0.2,), distances=(4,))
+    history = synthetic.history(path)
+    steps = sorted((t for t in truths if t.kind == "step"), key=lambda t: t.benchmark)
+    accepted, looked_at = steps[0], steps[1]
+
+    def entry(t, state, note):
+        return (f"[[triage]]\nseries = '{t.benchmark}(*)'\ncommit = '{history[t.at]}'\n"
+                f"state = '{state}'\nnote = {json.dumps(note)}\n\n")
+
+    (path / "torchpulse.toml").write_text(
+        entry(accepted, "accepted", f"the new allocator {PWN}")
+        + entry(looked_at, "investigating", "ask the compiler team"))
+    yield from published_and_served(path)
+
+
+def test_the_summary_shows_each_triage_state_with_its_note(triaged_site, browser,
+                                                            tmp_path):
+    visit(browser, triaged_site + "torchpulse.html", "document.readyState === 'complete'")
+    alerts = browser.find_elements("css selector", "table.alerts tbody tr")
+    assert len(alerts) == 2  # the accepted step no longer alerts
+    said = [a.text for a in alerts]
+    assert sum("triage: investigating: ask the compiler team" in t for t in said) == 1
+    browser.find_element("css selector", "details.triaged summary").click()
+    (row,) = browser.find_elements("css selector", "table.triaged tbody tr")
+    assert row.text.startswith("accepted") and f"the new allocator {PWN}" in row.text
+    assert "taken out of their series (1 accepted)" in \
+        browser.find_element("css selector", "p.triaged").text
+    assert browser.execute_script("return window.__pwned || 0") == 0
+    assert browser.execute_script("return document.querySelectorAll('img[src=x]').length") \
+        == 0
+    # what a person sees: kept where TORCHPULSE_SCREENSHOTS points (docs/dashboard.md's)
+    where = os.environ.get("TORCHPULSE_SCREENSHOTS")
+    shot = (Path(where) if where else tmp_path) / "triage-summary.png"
+    browser.execute_script("arguments[0].scrollIntoView()",
+                           browser.find_element("css selector", "h3"))
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    assert_only_loopback(browser)

@@ -100,6 +100,23 @@ def _verdicts(used: list[Series], settings: Settings, triage: Triage,
     return found  # type: ignore[return-value]  # every index is in one group
 
 
+def _triaged(series: list[Series], used: list[Series], raw: list[SeriesVerdict],
+             history: History, settings: Settings, triage: Triage,
+             cache: verdicts_cache.Cache | None
+             ) -> tuple[list[list[triaged.Mark]], list[Series], list[SeriesVerdict]]:
+    """Where the triage file's entries land on each series (its marks), and the series as
+    judged with the changes it took out (the accepted, invalid and infrastructure ones)
+    and their verdicts; a series without such a change as it was."""
+    marked = [triaged.marks(s, u, v, history, triage) if triage.entries else []
+              for s, u, v in zip(series, used, raw, strict=True)]
+    moved = {i: m for i, m in enumerate(triaged.absorb(u, v, f) for u, v, f
+                                         in zip(used, raw, marked, strict=True)) if m}
+    again = dict(zip(moved, _verdicts(list(moved.values()), settings, triage, cache,
+                                      "#triaged"), strict=True))
+    return (marked, [moved.get(i, u) for i, u in enumerate(used)],
+            [again.get(i, v) for i, v in enumerate(raw)])
+
+
 def _status(verdict: SeriesVerdict, points: int, alert: Alert | None, least: int) -> str:
     if points < least:
         return TOO_FEW
@@ -133,14 +150,7 @@ def evaluate(series: list[Series], history: History, *, settings: Settings = DEF
 
     used = [dataclasses.replace(s, points=undisturbed(s.points)) for s in series]
     raw = _verdicts(used, settings, triage, cache)
-    marked = [triaged.marks(s, u, v, history, triage) if triage.entries else []
-              for s, u, v in zip(series, used, raw, strict=True)]
-    moved = {i: m for i, m in enumerate(triaged.absorb(u, v, f) for u, v, f
-                                         in zip(used, raw, marked, strict=True)) if m}
-    again = dict(zip(moved, _verdicts(list(moved.values()), settings, triage, cache,
-                                      "#triaged"), strict=True))
-    judged = [moved.get(i, u) for i, u in enumerate(used)]
-    found = [again.get(i, v) for i, v in enumerate(raw)]
+    marked, judged, found = _triaged(series, used, raw, history, settings, triage, cache)
     verdicts = list(zip(series, judged, found, strict=True))
     # the family: every series that could alert (a series without an active regression
     # counts with p = 1)

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from torchpulse.analysis.detector import Point, SeriesVerdict
-from torchpulse.analysis.detector.active import STABLE_COMMITS
+from torchpulse.analysis.detector import STABLE_COMMITS, Point, SeriesVerdict
 from torchpulse.analysis.series import EXACT, Series, SeriesKey
 from torchpulse.results.gitrepo import History
 from torchpulse.results.triage import ABSORBED, FALSE_ALARMS, Entry, Triage

@@ -53,7 +53,7 @@ def cmd_mark(args: argparse.Namespace) -> int:
     from torchpulse.results import triage
 
     proj = project(args)
-    state = VERBS[args.verb]
+    state = VERBS[args.action]
     sha = _commit(proj, args.commit, "COMMIT")
     fixed_by = _commit(proj, args.fixed_by, "--fixed-by") if args.fixed_by else ""
     new = triage.entry(args.series, sha, state, args.note, args.machine, fixed_by,
@@ -119,7 +119,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "investigating is shown and still gates; fixed is shown once the level is back. "
         "The file also holds per-benchmark thresholds ([[benchmark]] match, threshold, "
         "ignore). Writes that one file, all or nothing; never touches results.")
-    verbs = p.add_subparsers(dest="verb", required=True, metavar="ACTION")
+    verbs = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     for verb, state in VERBS.items():
         m = verbs.add_parser(verb, help=f"mark a change {state}",
                              description=f"Mark the change at COMMIT in the series SERIES "

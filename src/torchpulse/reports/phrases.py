@@ -54,6 +54,18 @@ def _scale(values: tuple[float, ...], unit: str) -> tuple[float, str] | None:
     return scales[-1]
 
 
+def _number(value: float, digits: int) -> str:
+    """``value`` to ``digits`` significant digits, never in exponent form (a level shown in
+    another's scale may be far below 1: 0.0000005 s, not 5e-07 s)."""
+    said = f"{value:.{digits}g}"
+    if "e" not in said or not math.isfinite(value):
+        return said
+    if abs(value) >= 1:
+        return f"{value:.0f}"
+    places = digits - 1 - math.floor(math.log10(abs(value)))
+    return f"{value:.{places}f}".rstrip("0").rstrip(".")
+
+
 def human(value: float, unit: str, *others: float) -> str:
     """A value in its unit, scaled to read well (seconds -> ms/us, bytes -> MiB ...); with
     ``others``, in the scale all of them share (a level and its change: one unit a line)."""
@@ -62,12 +74,12 @@ def human(value: float, unit: str, *others: float) -> str:
         scale, suffix = found
         if suffix == "B":
             return f"{value:.0f} B"
-        return f"{value / scale:.3g} {suffix}"
+        return f"{_number(value / scale, 3)} {suffix}"
     if unit == INVERSE_CALLS and value > 0:  # stored inverted (lower is better): show calls
         return f"{1.0 / value:.4g} calls captured"
     if rule_of(unit) in (COUNT, EXACT):  # a count, every digit (6,494,123, not 6.494e+06): a median
         return f"{value:,.0f} {unit}"  # per call may end in .5, which no reader needs
-    return f"{value:.4g}" + ("" if unit == "unit" else f" {unit}")
+    return _number(value, 4) + ("" if unit == "unit" else f" {unit}")
 
 
 def levels_text(before: float, after: float, unit: str) -> str:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 from torchpulse.analysis.detector import least_points
 from torchpulse.analysis.model import STATUSES, Alert, Report
 from torchpulse.analysis.series import COUNT, SeriesKey
+from torchpulse.analysis.triage import Mark
 from torchpulse.reports.phrases import (
     after_text,
     build_name,
@@ -26,8 +27,12 @@ from torchpulse.reports.phrases import (
     repro_command,
     status_text,
     thresholds_text,
+    triage_text,
+    triaged_text,
     upper_first,
 )
+from torchpulse.results.triage import FILE as TRIAGE_FILE
+from torchpulse.results.triage import FIXED
 from torchpulse.site import sparkline
 from torchpulse.site.names import ALERTS_JSON, PAGE  # noqa: F401 (page.PAGE, as before)
 from torchpulse.site.summary import NOTABLE_SIGMAS, MachineSummary, Row, Summary
@@ -51,6 +56,10 @@ td.env { font-size: 0.8em; }
 .disturbed { background: #fff4d6; }
 code { font-size: 0.95em; }
 td.chart { padding: 0.1em 0.5em; }
+.triage { font-weight: 600; }
+.triage.accepted, .triage.fixed { color: #1b5e20; }
+.triage.invalid, .triage.infrastructure { color: #555; }
+.triage.investigating { color: #8a5a00; }
 form.filter { margin: 0.5em 0 1em; }
 form.filter label { margin-right: 1em; }
 """
@@ -129,6 +138,10 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
             + (f'<br>measure it again: <code class="repro">{escape(repro_command(a))}</code>'
                if repro_command(a) else "")
             + (f"<br>builds: {escape(builds_text(a))}" if builds_text(a) else "")
+            + (f'<br><span class="triage {escape(a.triage.state)}">triage: '
+               f"{escape(triage_text(a.triage))}"
+               + (" (the level is not back)" if a.triage.state == FIXED else "") + "</span>"
+               if a.triage else "")
             + ('<details class="functions"><summary>functions that grew most (own '
                "instructions a call)</summary><ul>"
                + "".join(f"<li><code>{escape(line)}</code></li>"
@@ -217,6 +230,7 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
                 *_alert_rows(m.alerts, names, charts), "</tbody></table>"]
     else:
         out.append("<p>No regression is active at the newest commit.</p>")
+    out += _triaged_table([t for t in report.absorbed if t.key.machine == m.name])
     tally = ", ".join(f"{sum(r.status == s for r in m.current)} {s}" for s in STATUSES)
     out += ["<h3>Benchmarks</h3>",
             f'<p class="status-counts">Status of the {len(m.current)} series measured at the '
@@ -240,6 +254,30 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
                 *_series_table(m.stale, charts), "</details>"]
     out.append("</section>")
     return [line for line in out if line]
+
+
+def _triaged_table(marks: list[Mark]) -> list[str]:
+    """The changes the repository's triage file took out of this machine's series: what
+    each was, what the team said, and how to undo it."""
+    if not marks:
+        return []
+    return [f"<details class=\"triaged\"><summary>{len(marks)} change(s) triaged in "
+            f"{TRIAGE_FILE}, not alerting</summary>",
+            '<p class="muted">Accepted: the new level is the baseline from its commit on. '
+            "Invalid or infrastructure: the change is not the code's and is taken out of the "
+            f"series. To undo one, remove its entry from {TRIAGE_FILE} (a pull request) or "
+            "run <code>torchpulse triage list</code> and <code>torchpulse triage remove "
+            "N</code>.</p>",
+            '<table class="triaged"><thead><tr><th>state</th><th>benchmark</th>'
+            "<th>environment</th><th>commit</th><th>before</th><th>after</th><th>note</th>"
+            "</tr></thead><tbody>",
+            *(f'<tr><td class="triage {escape(t.entry.state)}">{escape(t.entry.state)}</td>'
+              f"<td>{escape(t.key.name)}</td><td>{escape(t.key.env)}</td>"
+              f"<td>{_commit(t.commit)}</td>"
+              f'<td class="num">{escape(human(t.before, t.unit, t.after))}</td>'
+              f'<td class="num">{escape(human(t.after, t.unit, t.before))}</td>'
+              f"<td>{escape(t.entry.note)}</td></tr>" for t in marks),
+            "</tbody></table></details>"]
 
 
 def _built_with(m: MachineSummary, commit: str) -> str:
@@ -288,6 +326,8 @@ def render(summary: Summary) -> str:
     reach = reach_text(report)
     if reach:
         body.append(f'<p class="reach">{escape(upper_first(reach))}.</p>')
+    if triaged_text(report):
+        body.append(f'<p class="triaged">{escape(upper_first(triaged_text(report)))}.</p>')
     if report.off_branch_files:
         body.append(f'<p class="muted">{report.off_branch_files} results file(s) are for '
                     "commits off the branch's first-parent history and are left out.</p>")

@@ -28,7 +28,7 @@ from torchpulse.analysis.columns import values_of
 from torchpulse.analysis.model import Alert, Report
 from torchpulse.analysis.series import Series
 from torchpulse.files import write_atomically, write_json_atomically
-from torchpulse.reports.phrases import change, human, p_text
+from torchpulse.reports.phrases import change, human, p_text, triage_text
 
 JSON = "regressions.json"
 FEED = "regressions.xml"
@@ -92,7 +92,9 @@ def _feed_entry(alert: Alert, row: list, index: dict) -> FeedEntry:
     summary = (f'<a href="{html.escape(link)}">{html.escape(change(alert))} regression</a> '
                f"in {html.escape(commits)} (torchpulse alert, p={p_text(alert)}).<br>"
                f"Now {html.escape(human(alert.after, alert.unit, alert.before))}, before "
-               f"{html.escape(human(alert.before, alert.unit, alert.after))}.")
+               f"{html.escape(human(alert.before, alert.unit, alert.after))}."
+               + (f"<br>Triage: {html.escape(triage_text(alert.triage))}." if alert.triage
+                  else ""))
     return FeedEntry(f"{change(alert)} {name}", when, link, summary,
                      [name, alert.previous_commit, alert.commit], when)
 

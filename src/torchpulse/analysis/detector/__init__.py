@@ -63,6 +63,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from torchpulse.analysis.detector import exact
+from torchpulse.analysis.detector.active import STABLE_COMMITS
 from torchpulse.analysis.detector.changes import MIN_POINTS, analyse
 from torchpulse.analysis.detector.model import (
     ChangePoint,
@@ -75,9 +76,9 @@ from torchpulse.analysis.detector.model import (
 from torchpulse.analysis.detector.noise import MAD_TO_SD
 from torchpulse.analysis.detector.significance import benjamini_hochberg, best_split
 
-__all__ = ["MAD_TO_SD", "MIN_POINTS", "ChangePoint", "Drift", "Noise", "Point", "Regression",
-           "SeriesVerdict", "analyse", "benjamini_hochberg", "best_split", "least_points",
-           "verdict"]
+__all__ = ["MAD_TO_SD", "MIN_POINTS", "STABLE_COMMITS", "ChangePoint", "Drift", "Noise",
+           "Point", "Regression", "SeriesVerdict", "analyse", "benjamini_hochberg",
+           "best_split", "least_points", "verdict"]
 
 
 def verdict(points: Sequence[Point], *, exact_counter: bool, alpha: float,
