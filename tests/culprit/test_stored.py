@@ -139,6 +139,20 @@ def test_the_command_prints_the_table_the_builds_and_the_functions(recorded, cap
     assert "bench_rnns" not in capsys.readouterr().out
 
 
+def test_a_triage_entry_in_the_range_is_said_and_changes_nothing(recorded, capsys):
+    root, (base, head) = recorded
+    conf = str(root / "asv.conf.json")
+    assert exit_code(["compare", base, head, "--stored", "--config", conf]) == 1
+    before = capsys.readouterr().out
+    assert exit_code(["triage", "accept", f"{TIME}(*)", head, "--note", "new build",
+                      "--config", conf]) == 0
+    capsys.readouterr()
+    assert exit_code(["compare", base, head, "--stored", "--config", conf]) == 1
+    out, err = capsys.readouterr()
+    assert out == before  # the comparison measures what it measures
+    assert f"torchpulse.toml: {TIME}(*) at {head[:12]}: accepted: new build" in err
+
+
 @pytest.mark.parametrize("argv, said", [
     (["nope", "HEAD"], "unknown commit 'nope'"),
     (["HEAD"], "needs BASE and HEAD"),

@@ -72,6 +72,24 @@ def _runs(args: argparse.Namespace, command: str, bench: str, workdir: Path):
     return proj, AsvRuns(proj, bench, workdir, machine=args.machine)
 
 
+def _triage_notes(proj, base: str, head: str, command: str) -> None:  # noqa: ANN001
+    """Say what the repository's triage file says of changes between ``base`` (excluded)
+    and ``head``: the comparison itself measures, whatever the file says."""
+    from torchpulse.reports.phrases import triage_text
+    from torchpulse.results import triage
+
+    entries = triage.read(proj.root).entries
+    if not entries:
+        return
+    position = proj.history().position
+    lo, hi = position.get(base), position.get(head)
+    if lo is None or hi is None:
+        return
+    for e in entries:
+        if lo < position.get(e.commit, -1) <= hi:
+            note(command, f"{triage.FILE}: {e.series} at {e.commit[:12]}: {triage_text(e)}")
+
+
 def _prepare(runs, command: str) -> None:
     """After the arguments are checked (revisions resolved): asv's scratch config."""
     note(command, "preparing asv")
@@ -153,10 +171,12 @@ def _compare_stored(args: argparse.Namespace) -> int:
         raise UsageError("compare --stored measures nothing: --max-runs, --minutes and "
                          "--keep-scratch do not apply")
     bench = None if args.bench == MEASURED else args.bench
-    result = compare_stored(project(args), args.base, args.head, machine=args.machine,
+    proj = project(args)
+    result = compare_stored(proj, args.base, args.head, machine=args.machine,
                             bench=bench, threshold=args.threshold, alpha=args.alpha,
                             count_threshold=args.count_threshold,
                             device_threshold=args.device_threshold)
+    _triage_notes(proj, proj.resolve(args.base), proj.resolve(args.head), "compare")
     write_output(render_stored(result, args.format), args.output)
     if args.output and args.format != "text":
         write_output(render_stored(result, "text"), None)
@@ -169,8 +189,9 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
     from torchpulse.culprit.compare import compare
     from torchpulse.culprit.report import render_comparison
 
-    _proj, runs = _runs(args, "compare", args.bench, workdir)
+    proj, runs = _runs(args, "compare", args.bench, workdir)
     base, head = runs.resolve(args.base), runs.resolve(args.head)
+    _triage_notes(proj, base, head, "compare")
     _prepare(runs, "compare")
     note("compare", f"{head[:12]} against {base[:12]}, interleaved, up to {args.max_runs} runs "
          "of each (asv builds each commit on its first run)")
@@ -201,6 +222,7 @@ def _bisect(args: argparse.Namespace, workdir: Path) -> int:
 
     proj, runs = _runs(args, "bisect", selection([args.bench]), workdir)
     good, bad = runs.resolve(args.good), runs.resolve(args.bad)
+    _triage_notes(proj, good, bad, "bisect")
     repo = proj.local_repo()
     candidates = gitrepo.first_parent_range(repo, good, bad)
     _prepare(runs, "bisect")

@@ -57,6 +57,7 @@ td.env { font-size: 0.8em; }
 code { font-size: 0.95em; }
 td.chart { padding: 0.1em 0.5em; }
 .triage { font-weight: 600; }
+td.triage { white-space: nowrap; }
 .triage.accepted, .triage.fixed { color: #1b5e20; }
 .triage.invalid, .triage.infrastructure { color: #555; }
 .triage.investigating { color: #8a5a00; }
