@@ -80,7 +80,7 @@ class Workloads:
     def track_kernel_time(self, measured, workload):
         return _samples(self._row()["kernel_time"])
 
-    # judged by its own, smaller threshold (analysis/series.py: DEVICE_UNITS)
+    # judged by its own, smaller threshold (torchpulse/kinds.py: its unit is a DEVICE row)
     track_kernel_time.unit = "device seconds"
 
     def track_kernels(self, measured, workload):

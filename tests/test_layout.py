@@ -13,7 +13,7 @@ PACKAGE = ROOT / "src" / "torchpulse"
 MEASURE = {"fastrnns", "autograd", "compile", "models", "sizes", "presets", "timing", "allocation",
            "suite", "harness", "instructions", "workloads", "gpu", "wall"}
 # imported by everything, import nothing of ours
-SHARED = {"errors", "files", "text", "signals", "__init__"}
+SHARED = {"errors", "files", "text", "signals", "kinds", "__init__"}
 STAGES = [MEASURE, {"results"}, {"analysis"}, {"reports"}, {"culprit", "fleet", "evaluation"},
           {"site"}, {"dashboard"}, {"cli"}, {"testing"}]
 

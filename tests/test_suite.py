@@ -55,8 +55,9 @@ def test_bench_gpu_declares_every_workload_and_its_figures(bench):
     from one setup_cache (one process a commit) shared with the module's canary."""
     from asv_runner.discovery import disc_benchmarks
 
-    from torchpulse.analysis.series import DEVICE, EXACT, TIME, rule_of
+    from torchpulse.analysis.series import rule_of
     from torchpulse.instructions import family
+    from torchpulse.kinds import DEVICE, EXACT, TIME
 
     module = importlib.import_module("benchmarks.bench_gpu")
     every = family.workloads(importlib.import_module("torchpulse.fastrnns.choices"),

@@ -7,9 +7,9 @@ from torchpulse.analysis.defaults import (
     DEFAULT_NOISE_FLOOR,
     DEFAULT_THRESHOLD,
 )
-from torchpulse.analysis.series import COUNT, DEVICE, EXACT, TIME
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.cli import build_parser
+from torchpulse.kinds import COUNT, DEVICE, EXACT, KINDS, TIME, UNITS, Unit, kind_of
 
 
 def test_each_rule_has_its_threshold():
@@ -35,3 +35,29 @@ def test_the_command_line_gives_every_command_that_judges_the_same_settings():
                                           "--count-threshold", "0.01", "--noise-floor",
                                           "0.002", "--device-threshold", "0.03"])
         assert alert_settings(args) == Settings(0.05, 0.1, 0.01, 0.002, 0.03), command
+
+
+def test_every_kind_names_a_setting_its_threshold_lives_in_and_every_unit_a_kind():
+    for kind in KINDS.values():
+        assert kind.setting is None or hasattr(DEFAULTS, kind.setting), kind
+        assert DEFAULTS.threshold_for(kind.name) == kind.default_threshold
+        assert kind.repeats == (kind.name in (COUNT, EXACT))  # what compare decides at once
+    assert {u.kind for u in UNITS.values()} <= set(KINDS)
+    assert kind_of("a unit nobody declared").name == TIME
+
+
+def test_a_new_unit_is_one_row(monkeypatch):
+    """A unit added to the table is judged, compared, written and kept from the canary's
+    rule as its kind says, with nothing else changed."""
+    from torchpulse.analysis.series import Series, SeriesKey
+    from torchpulse.culprit import counted
+    from torchpulse.reports.phrases import human
+
+    key = SeriesKey("b.Work.track_cycles", (), "m", "e")
+    assert Series(key, "cycles").rule == TIME and not Series(key, "cycles").load_independent
+    monkeypatch.setitem(UNITS, "cycles", Unit("cycles", COUNT, "count"))
+    series = Series(key, "cycles")
+    assert series.rule == COUNT and series.load_independent
+    assert DEFAULTS.threshold_for(series.rule) == DEFAULT_COUNT_THRESHOLD
+    assert counted.repeats(counted.rule("cycles"))
+    assert human(1_234_567.0, "cycles") == "1,234,567 cycles"

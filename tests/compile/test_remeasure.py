@@ -98,7 +98,7 @@ def test_a_canary_reading_runs_on_every_core_and_puts_the_threads_back(bench_com
 def test_dynamos_counters_are_exact_series_stored_lower_is_better(bench_compile):
     import math
 
-    from torchpulse.analysis.series import EXACT_UNITS
+    from torchpulse.kinds import EXACT, kind_of
 
     counted = {"status": "pass", "graph_breaks": 2.0, "unique_graphs": 3.0,
                "calls_captured": 120.0, "eager_frames": 1.0}
@@ -112,7 +112,8 @@ def test_dynamos_counters_are_exact_series_stored_lower_is_better(bench_compile)
     bench.setup(zoo, "m", "inductor")
     assert [getattr(bench, n)(zoo, "m", "inductor") for n in names] == [2.0, 3.0, 1 / 120, 1.0]
     # fewer calls captured reads as a rise, as every asv series is lower-is-better
-    assert {getattr(bench_compile.CompiledModel, n).unit for n in names} <= EXACT_UNITS
+    assert {kind_of(getattr(bench_compile.CompiledModel, n).unit).name for n in names} == \
+        {EXACT}
     for model in ("old", "failed"):
         bench.setup(zoo, model, "inductor")
         assert all(math.isnan(getattr(bench, n)(zoo, model, "inductor")) for n in names)

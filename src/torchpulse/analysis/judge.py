@@ -31,8 +31,9 @@ from torchpulse.analysis.model import (
     Report,
     needed,
 )
-from torchpulse.analysis.series import EXACT, Series
+from torchpulse.analysis.series import Series
 from torchpulse.analysis.settings import DEFAULTS, Settings
+from torchpulse.kinds import EXACT
 from torchpulse.results.gitrepo import History
 from torchpulse.results.triage import NONE as NO_TRIAGE
 from torchpulse.results.triage import Triage

@@ -11,10 +11,11 @@ from torchpulse.analysis import detector
 from torchpulse.analysis.columns import disturbed_of
 from torchpulse.analysis.detector import SeriesVerdict
 from torchpulse.analysis.disturbance import Canary
-from torchpulse.analysis.series import EXACT, Series, SeriesKey
+from torchpulse.analysis.series import Series, SeriesKey
 from torchpulse.analysis.settings import Settings
 from torchpulse.analysis.triage import Mark
 from torchpulse.instructions.profiles import FunctionChange
+from torchpulse.kinds import EXACT
 from torchpulse.results.builds import Build
 from torchpulse.results.gitrepo import History
 from torchpulse.results.triage import NONE as NO_TRIAGE

@@ -16,9 +16,10 @@ from torchpulse.analysis.judge import evaluate
 from torchpulse.analysis.ledger import DEFAULT as DEFAULT_LEDGER
 from torchpulse.analysis.ledger import Ledger, read_ledger
 from torchpulse.analysis.model import Alert, Report
-from torchpulse.analysis.series import COUNT, SeriesError, SeriesKey, load_series, rule_of
+from torchpulse.analysis.series import SeriesError, SeriesKey, load_series, rule_of
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.instructions import profiles
+from torchpulse.kinds import COUNT
 from torchpulse.results import builds
 from torchpulse.results import index as results_index
 from torchpulse.results import triage as triage_file

@@ -14,27 +14,10 @@ import numpy as np
 from torchpulse.analysis.columns import PointColumns
 from torchpulse.analysis.detector import Point
 from torchpulse.errors import TorchpulseError
+from torchpulse.kinds import KINDS, UNIT_BY_PREFIX, kind_of
 from torchpulse.results import asv_results
 from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import History
-
-UNIT_BY_PREFIX = {"time_": "seconds", "mem_": "bytes", "peakmem_": "bytes"}
-# How a series is judged, by its unit (analysis/judge.py):
-# - counted work (callgrind's instructions): nearly deterministic, judged by the detector
-#   with the smaller --count-threshold;
-# - kernel time (a GPU region's summed kernel durations, CUPTI's): steady where wall time is
-#   not, judged by the detector with --device-threshold;
-# - exact counters (dynamo's graph breaks, graphs, eager frames, 1/calls captured; the CUDA
-#   kernels a region launches and its host synchronisations): no noise to estimate, any
-#   increase is a regression at the commit it appears (analysis/detector/exact.py);
-# - everything else (times, memory, ratios): the detector with --threshold.
-COUNT_UNITS = frozenset({"instructions"})
-DEVICE_SECONDS = "device seconds"  # bench_gpu's kernel time
-DEVICE_UNITS = frozenset({DEVICE_SECONDS})
-INVERSE_CALLS = "1/calls captured"  # dynamo's calls_captured, inverted: lower is better
-EXACT_UNITS = frozenset({"graph breaks", "breaks", "graphs", "eager frames", INVERSE_CALLS,
-                         "kernels", "synchronizations"})
-TIME, COUNT, DEVICE, EXACT = "time", "count", "device", "exact"
 
 
 class SeriesError(TorchpulseError, ValueError):
@@ -72,19 +55,18 @@ class Series:
         counters, kernel time): the machine canary never marks their points disturbed, and
         a step in them is not measured again to confirm it. (A GPU shared with another job
         moves kernel time; the canary, a host's, would not see that either.)"""
-        return self.rule != TIME
+        return KINDS[self.rule].load_independent
 
     @property
     def rule(self) -> str:
-        """How its verdict is reached: TIME, COUNT, DEVICE or EXACT (the units above)."""
+        """How its verdict is reached: TIME, COUNT, DEVICE or EXACT, its unit's kind
+        (torchpulse.kinds)."""
         return rule_of(self.unit)
 
 
 def rule_of(unit: str) -> str:
-    """TIME, COUNT, DEVICE or EXACT: how a series in ``unit`` is judged."""
-    if unit in EXACT_UNITS:
-        return EXACT
-    return COUNT if unit in COUNT_UNITS else DEVICE if unit in DEVICE_UNITS else TIME
+    """TIME, COUNT, DEVICE or EXACT: how a series in ``unit`` is judged (its kind)."""
+    return kind_of(unit).name
 
 
 def _unit(name: str, declared: dict[str, str]) -> str:

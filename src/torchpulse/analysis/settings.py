@@ -14,7 +14,7 @@ from torchpulse.analysis.defaults import (
     DEFAULT_NOISE_FLOOR,
     DEFAULT_THRESHOLD,
 )
-from torchpulse.analysis.series import COUNT, DEVICE, EXACT
+from torchpulse.kinds import KINDS
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,11 @@ class Settings:
     device_threshold: float = DEFAULT_DEVICE_THRESHOLD  # the same on a GPU's kernel time
 
     def threshold_for(self, rule: str) -> float | None:
-        """The smallest change worth an alert on a series judged by ``rule`` (series.TIME,
-        COUNT, DEVICE, EXACT); None for an exact counter, on which any increase is one."""
-        return {EXACT: None, COUNT: self.count_threshold,
-                DEVICE: self.device_threshold}.get(rule, self.threshold)
+        """The smallest change worth an alert on a series judged by ``rule`` (a kind of
+        torchpulse.kinds: its field here); None for an exact counter, on which any increase
+        is one."""
+        field = KINDS[rule].setting
+        return None if field is None else getattr(self, field)
 
     def with_threshold(self, threshold: float | None) -> Settings:
         """These settings with ``threshold`` for every rule that has one (a benchmark rule

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchpulse.analysis.detector import STABLE_COMMITS, Point, SeriesVerdict
-from torchpulse.analysis.series import EXACT, Series, SeriesKey
+from torchpulse.analysis.series import Series, SeriesKey
+from torchpulse.kinds import EXACT
 from torchpulse.results.gitrepo import History
 from torchpulse.results.triage import ABSORBED, FALSE_ALARMS, Entry, Triage
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from torchpulse.analysis import sequential
 from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE_THRESHOLD
 from torchpulse.analysis.sequential import BAD, GOOD, UNDECIDED, Interval
-from torchpulse.analysis.series import EXACT
 from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError, each
+from torchpulse.kinds import EXACT
 
 _ORDERS = list(itertools.permutations(range(3)))  # GOOD, probe, BAD in every order in turn
 

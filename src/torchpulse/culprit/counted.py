@@ -5,8 +5,8 @@ A run of a commit counts the same instructions as the next run of it (docs/instr
 identical across processes, busy machine or not), and dynamo's counters are exact. Repeating
 such a run adds nothing, so ``compare`` decides them after its first round and ``bisect``
 measures GOOD, BAD and each probe once: a bisection over 32 commits costs 2 + 5 runs. A
-counted metric is read to its resolution (RESOLUTION: how far apart runs of one commit may
-be); the interval shown is the difference plus and minus it.
+counted metric is read to its kind's resolution (torchpulse.kinds: how far apart runs of
+one commit may be); the interval shown is the difference plus and minus it.
 """
 
 from __future__ import annotations
@@ -15,12 +15,9 @@ import math
 
 from torchpulse.analysis import sequential
 from torchpulse.analysis.sequential import Interval
-from torchpulse.analysis.series import COUNT, EXACT, TIME, rule_of
+from torchpulse.analysis.series import rule_of
 from torchpulse.analysis.settings import Settings
-
-# how far two runs of one commit may be apart, as a fraction: instruction counts repeat to
-# the instruction (docs/instructions.md); 0.1 % is the determinism the family is held to
-RESOLUTION = {COUNT: 0.001, EXACT: 0.0}
+from torchpulse.kinds import EXACT, KINDS, TIME
 
 
 def rule(unit: str | None) -> str:
@@ -30,9 +27,10 @@ def rule(unit: str | None) -> str:
 
 def repeats(which: str) -> bool:
     """Whether a metric judged by rule ``which`` repeats from run to run, so that one run a
-    side decides: instruction counts and exact counters do; wall time and kernel time (which
-    moves up to a few tenths of a percent between processes) do not."""
-    return which in (COUNT, EXACT)
+    side decides (its kind's row, torchpulse.kinds): instruction counts and exact counters
+    do; wall time and kernel time (which moves up to a few tenths of a percent between
+    processes) do not."""
+    return KINDS[which].repeats
 
 
 def threshold_of(which: str, threshold: float, count_threshold: float,
@@ -45,7 +43,7 @@ def threshold_of(which: str, threshold: float, count_threshold: float,
 
 def interval(diff: float, which: str) -> Interval:
     """One run a side's evidence, log(B / A), with the metric's resolution either side."""
-    r = math.log1p(RESOLUTION[which])
+    r = math.log1p(KINDS[which].resolution)
     return Interval(1, diff, diff - r, diff + r, 1.0)
 
 

@@ -39,10 +39,11 @@ from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE
 from torchpulse.analysis.detector import Point
 from torchpulse.analysis.disturbance import CANARY_METHOD
 from torchpulse.analysis.sequential import UNDECIDED, Interval
-from torchpulse.analysis.series import COUNT, Series, SeriesError, load_series
+from torchpulse.analysis.series import Series, SeriesError, load_series
 from torchpulse.culprit import counted
 from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
 from torchpulse.instructions import profiles
+from torchpulse.kinds import COUNT
 from torchpulse.results import builds
 from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import GitError, History

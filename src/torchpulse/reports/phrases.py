@@ -21,14 +21,7 @@ from torchpulse.analysis.model import (
     Checked,
     Report,
 )
-from torchpulse.analysis.series import (
-    COUNT,
-    DEVICE,
-    DEVICE_SECONDS,
-    EXACT,
-    INVERSE_CALLS,
-    rule_of,
-)
+from torchpulse.kinds import INVERSE_CALLS, KINDS, TIME, unit_of
 from torchpulse.results.triage import FILE as TRIAGE_FILE
 from torchpulse.results.triage import FIXED, Entry
 
@@ -43,8 +36,7 @@ def _scale(values: tuple[float, ...], unit: str) -> tuple[float, str] | None:
     """The one scale several values of ``unit`` are written in: the largest whose biggest
     value, rounded to three digits, is at least 1 (999.96 ms reads 1 s, never 1e+03 ms);
     None for units shown as they are."""
-    scales = _TIME_SCALES if unit in ("seconds", DEVICE_SECONDS) else \
-        _BYTE_SCALES if unit == "bytes" else None
+    scales = {"time": _TIME_SCALES, "bytes": _BYTE_SCALES}.get(unit_of(unit).shown)
     if scales is None:
         return None
     top = max((abs(v) for v in values if math.isfinite(v)), default=0.0)
@@ -75,10 +67,11 @@ def human(value: float, unit: str, *others: float) -> str:
         if suffix == "B":
             return f"{value:.0f} B"
         return f"{_number(value / scale, 3)} {suffix}"
-    if unit == INVERSE_CALLS and value > 0:  # stored inverted (lower is better): show calls
+    shown = unit_of(unit).shown
+    if shown == "inverse calls" and value > 0:  # stored inverted (lower is better): calls
         return f"{1.0 / value:.4g} calls captured"
-    if rule_of(unit) in (COUNT, EXACT):  # a count, every digit (6,494,123, not 6.494e+06): a median
-        return f"{value:,.0f} {unit}"  # per call may end in .5, which no reader needs
+    if shown in ("count", "inverse calls"):  # every digit (6,494,123, not 6.494e+06): a
+        return f"{value:,.0f} {unit}"  # median per call may end in .5, which no reader needs
     return _number(value, 4) + ("" if unit == "unit" else f" {unit}")
 
 
@@ -219,12 +212,12 @@ def thresholds_text(report: Report) -> str:
     'threshold 5%, 1% on instruction counts, 2% on kernel time, any increase on exact
     counters'."""
     parts = [f"threshold {report.threshold * 100:g}%"]
-    if COUNT in report.rules:
-        parts.append(f"{report.count_threshold * 100:g}% on instruction counts")
-    if DEVICE in report.rules:
-        parts.append(f"{report.device_threshold * 100:g}% on kernel time")
-    if EXACT in report.rules:
-        parts.append("any increase on exact counters")
+    for kind in KINDS.values():
+        if kind.name == TIME or kind.name not in report.rules:
+            continue
+        level = report.settings.threshold_for(kind.name)
+        parts.append(f"{'any increase' if level is None else f'{level * 100:g}%'} "
+                     f"{kind.threshold_phrase}")
     return ", ".join(parts)
 
 

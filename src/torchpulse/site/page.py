@@ -10,8 +10,9 @@ from urllib.parse import quote
 
 from torchpulse.analysis.detector import least_points
 from torchpulse.analysis.model import STATUSES, Alert, Report
-from torchpulse.analysis.series import COUNT, SeriesKey
+from torchpulse.analysis.series import SeriesKey
 from torchpulse.analysis.triage import Mark
+from torchpulse.kinds import COUNT
 from torchpulse.reports.phrases import (
     after_text,
     build_name,
