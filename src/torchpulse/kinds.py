@@ -74,6 +74,9 @@ class Unit:
     # how a value reads: "time" (s, ms, us, ns), "bytes" (GiB ... B), "count" (every digit),
     # "inverse calls" (stored as 1/calls, lower is better: shown as calls), "plain"
     shown: str = "plain"
+    # a drop is the regression (a throughput, a speedup stored as measured); a benchmark
+    # rule of the triage file can say so per series too
+    higher_is_better: bool = False
 
 
 DEVICE_SECONDS = "device seconds"  # bench_gpu's kernel time

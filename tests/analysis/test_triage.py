@@ -1,7 +1,8 @@
 """torchpulse.toml and `torchpulse triage` on a generated project of 100 commits: a step of
 +10 % at commit 20 (old) and one at commit 90 (recent), a flat series, a series stepping
 +10 % at 40 then +6 % at 70, and two series stepping together at 50 where a machine was
-changed (one of them with a real step at 80). What must hold: an accepted step stops
+changed (one of them with a real step at 80), and a throughput that rises at 30 and drops
+at 60. What must hold: an accepted step stops
 alerting and a further rise on top of it alerts at its own commit with its own size; an
 infrastructure entry takes that commit's change out of every series of the machine and
 nothing else; every format says what the file says; bad input is one line, exit 2, and the
@@ -24,6 +25,7 @@ SERIES = {  # name: [(commit, factor), ...]
     "twice": [(40, 1.10), (70, 1.06)],
     "moved": [(50, 1.08)],
     "moved_then_real": [(50, 1.08), (80, 1.10)],
+    "throughput": [(30, 1.10), (60, 0.85)],  # items/s: up is better, then a drop
 }
 BENCH = "bench.Suite.time_it"
 
@@ -231,3 +233,36 @@ def test_a_broken_file_is_refused_in_one_line(proj, capsys, text, message):
     assert exit_code(["alert", "--config", str(path / "asv.conf.json")]) == 2
     err = capsys.readouterr().err
     assert message in err and "torchpulse.toml" in err and err.count("\n") == 1, err
+
+
+def test_a_higher_is_better_series_alerts_on_its_drop_shown_as_measured(proj, capsys):
+    path, shas = proj
+    code, report = _alert(path, capsys)
+    assert "throughput" not in _at(report, shas)  # read as lower is better: back down, fine
+    (path / "torchpulse.toml").write_text(
+        '[[benchmark]]\nmatch = "*(\'throughput\')"\ndirection = "higher_is_better"\n')
+    code, report = _alert(path, capsys)
+    (a,) = [a for a in report["alerts"] if a["params"] == ["'throughput'"]]
+    assert code == 1 and shas.index(a["commit"]) == 60
+    assert a["direction"] == "regression" and a["higher_is_better"] is True
+    assert a["before"] == pytest.approx(1.10, rel=0.02)  # as measured, not 1/value
+    assert a["after"] == pytest.approx(0.935, rel=0.02) and a["ratio"] < 1
+    (v,) = [v for v in report["verdicts"] if v["params"] == ["'throughput'"]]
+    assert v["higher_is_better"] is True and v["status"] == "regression"
+    assert exit_code(["alert", "--config", str(path / "asv.conf.json")]) == 1
+    said = capsys.readouterr().out.split("throughput")[0].splitlines()[-1]
+    assert "REGRESSION" in said and "-15." in said
+    # --history: the rise at 30 is an improvement, the drop at 60 the regression
+    _, history = _alert(path, capsys, "--history")
+    moves = {shas.index(a["commit"]): a["direction"] for a in history["alerts"]
+             if a["params"] == ["'throughput'"]}
+    assert moves == {30: "improvement", 60: "regression"}
+    # accepted, the drop stops alerting; stats count it as a change that made it worse
+    assert _triage(path, "accept", _name("throughput"), shas[60]) == 0
+    code, report = _alert(path, capsys)
+    assert "throughput" not in _at(report, shas)
+    capsys.readouterr()
+    assert exit_code(["triage", "stats", "--config", str(path / "asv.conf.json"),
+                      "--format", "json"]) == 0
+    (mark,) = json.loads(capsys.readouterr().out)["marks"]
+    assert mark["size"] == pytest.approx(1.10 / 0.935 - 1, abs=0.02)

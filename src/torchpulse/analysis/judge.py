@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from torchpulse.analysis import detector
+from torchpulse.analysis import detector, direction
 from torchpulse.analysis import triage as triaged
 from torchpulse.analysis import verdicts as verdicts_cache
 from torchpulse.analysis.columns import undisturbed
@@ -43,7 +43,7 @@ def _change_alert(series: Series, change: ChangePoint) -> Alert:
     pts = series.points
     return Alert(series.key, pts[change.index].commit, pts[change.index - 1].commit,
                  change.before, change.after, series.unit, change.pvalue,
-                 (pts[change.index].commit,))
+                 (pts[change.index].commit,), higher_is_better=series.higher_is_better)
 
 
 def _drift_alert(series: Series, drift: Drift) -> Alert:
@@ -52,7 +52,7 @@ def _drift_alert(series: Series, drift: Drift) -> Alert:
                  drift.before, drift.after, series.unit, drift.pvalue,
                  (pts[drift.start].commit,),
                  drifts=((pts[drift.start].commit, pts[drift.end].commit),),
-                 through=pts[drift.end].commit)
+                 through=pts[drift.end].commit, higher_is_better=series.higher_is_better)
 
 
 def _regression_alert(series: Series, regression: Regression) -> Alert:
@@ -63,7 +63,8 @@ def _regression_alert(series: Series, regression: Regression) -> Alert:
                  regression.before, regression.after, series.unit, regression.pvalue,
                  tuple(pts[i].commit for i in regression.culprits), regression.noisy,
                  drifts=tuple((pts[a].commit, pts[b].commit) for a, b in regression.drifts),
-                 through=pts[newest].commit if newest > regression.culprits[-1] else "")
+                 through=pts[newest].commit if newest > regression.culprits[-1] else "",
+                 higher_is_better=series.higher_is_better)
 
 
 def _behind(series: Series, alert: Alert) -> Alert:
@@ -76,10 +77,15 @@ def _behind(series: Series, alert: Alert) -> Alert:
 
 
 def _analyse(series: Series, settings: Settings) -> SeriesVerdict:
-    # Points: the detector reads them one by one
-    return detector.verdict(list(series.points), exact_counter=series.rule == EXACT,
-                            alpha=settings.alpha, threshold=settings.threshold_for(series.rule),
-                            noise_floor=settings.noise_floor)
+    # Points: the detector reads them one by one; a series where a drop is the regression
+    # turned over, and its verdict turned back (torchpulse.analysis.direction)
+    points = list(series.points)
+    flip = direction.flip_of(points) if series.higher_is_better else None
+    found = detector.verdict(direction.turned(points, flip) if flip else points,
+                             exact_counter=series.rule == EXACT, alpha=settings.alpha,
+                             threshold=settings.threshold_for(series.rule),
+                             noise_floor=settings.noise_floor)
+    return direction.back(found, flip) if flip else found
 
 
 def _verdicts(used: list[Series], settings: Settings, triage: Triage,
@@ -87,15 +93,15 @@ def _verdicts(used: list[Series], settings: Settings, triage: Triage,
     """The verdict of every series in ``used``, each with its threshold (a benchmark rule
     of the triage file where one gives it); ``tag`` keeps the cache's entries of series the
     triage file moved apart from those of the series as measured."""
-    groups: dict[float | None, list[int]] = {}
+    groups: dict[tuple[float | None, bool], list[int]] = {}
     for i, s in enumerate(used):
-        groups.setdefault(triage.threshold(s.key.name), []).append(i)
+        groups.setdefault((triage.threshold(s.key.name), s.higher_is_better), []).append(i)
     found: list[SeriesVerdict | None] = [None] * len(used)
-    for threshold, members in groups.items():
+    for (threshold, higher), members in groups.items():
         own = settings.with_threshold(threshold)
         done = verdicts_cache.compute([used[i] for i in members],
                                       functools.partial(_analyse, settings=own),
-                                      own.key, cache, tag)
+                                      (*own.key, "higher") if higher else own.key, cache, tag)
         for i, verdict in zip(members, done, strict=True):
             found[i] = verdict
     return found  # type: ignore[return-value]  # every index is in one group
@@ -180,7 +186,7 @@ def evaluate(series: list[Series], history: History, *, settings: Settings = DEF
                        if recent(a)]
         elif alert is not None:
             alerts.append(alert)
-    alerts.sort(key=lambda a: (history.position[a.commit], -a.ratio, a.key))
+    alerts.sort(key=lambda a: (history.position[a.commit], -a.worse, a.key))
     return Report(alerts, checked, history_mode, settings, off_branch_files,
                   canary or Canary(), history, triage,
                   tuple(m for found in marked for m in found), ignored)

@@ -62,6 +62,7 @@ class Alert:
     # what the repository's triage file says about this change (torchpulse.results.triage):
     # investigating or fixed on an active regression; any state in --history
     triage: Entry | None = None
+    higher_is_better: bool = False  # a drop is the regression (its series')
 
     @property
     def last(self) -> str:
@@ -73,8 +74,15 @@ class Alert:
         return self.after / self.before if self.before else math.inf
 
     @property
+    def worse(self) -> float:
+        """How much worse the change made it, as a ratio (above 1: a regression)."""
+        if self.higher_is_better:
+            return self.before / self.after if self.after else math.inf
+        return self.ratio
+
+    @property
     def direction(self) -> str:
-        return "regression" if self.after > self.before else "improvement"
+        return "regression" if self.worse > 1 else "improvement"
 
 
 @dataclass(frozen=True)

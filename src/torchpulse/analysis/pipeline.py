@@ -16,7 +16,7 @@ from torchpulse.analysis.judge import evaluate
 from torchpulse.analysis.ledger import DEFAULT as DEFAULT_LEDGER
 from torchpulse.analysis.ledger import Ledger, read_ledger
 from torchpulse.analysis.model import Alert, Report
-from torchpulse.analysis.series import SeriesError, SeriesKey, load_series, rule_of
+from torchpulse.analysis.series import Series, SeriesError, SeriesKey, load_series, rule_of
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.instructions import profiles
 from torchpulse.kinds import COUNT
@@ -48,12 +48,20 @@ def run(project: Project, *, machine: str | None = None, branch: str | None = No
     where = results_index.location(project.root, project.results_dir)
     series, off_branch = load_series(project.results_dir, history, machine, index=where)
     series, canary = assess(series)  # the canary reads every series, ignored ones too
-    kept = [s for s in series if not triage.ignored(s.key.name)]
+    kept = [_directed(s, triage.higher_is_better(s.key.name)) for s in series
+            if not triage.ignored(s.key.name)]
     report = evaluate(kept, history, settings=settings, since=since_sha,
                       history_mode=history_mode, off_branch_files=off_branch, canary=canary,
                       confirmed=confirmed, cache=verdicts_cache.Cache(where), triage=triage,
                       ignored=len(series) - len(kept))
     return with_builds(with_functions(report, profiles.folder(project.root)), project.root)
+
+
+def _directed(series: Series, higher: bool | None) -> Series:
+    """``series`` with the direction a benchmark rule of the triage file gives it."""
+    if higher is None or higher == series.higher_is_better:
+        return series
+    return dataclasses.replace(series, higher_is_better=higher)
 
 
 def workload_of(key: SeriesKey) -> str | None:

@@ -15,6 +15,7 @@ from torchpulse.analysis.columns import PointColumns
 from torchpulse.analysis.detector import Point
 from torchpulse.errors import TorchpulseError
 from torchpulse.kinds import KINDS, UNIT_BY_PREFIX, kind_of
+from torchpulse.kinds import unit_of as unit_row
 from torchpulse.results import asv_results
 from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import History
@@ -48,6 +49,9 @@ class Series:
     points: Sequence[Point] = field(default_factory=list)  # a list, or PointColumns
     # the results files' machine and environment fields (asv's graph parameters)
     params: dict[str, str] = field(default_factory=dict)
+    # a drop is the regression: judged on the values turned over (analysis/direction.py)
+    # and shown as measured; from its unit's row (torchpulse.kinds) or the triage file
+    higher_is_better: bool = False
 
     @property
     def load_independent(self) -> bool:
@@ -150,7 +154,8 @@ def load_series(results_dir: Path, history: History, machine: str | None = None,
         first = commit_ids[a + int(np.argmin(rows[a:b]))]
         points = PointColumns(commits, commit_ids[a:b], values[a:b], offsets[a:b],
                               counts[a:b], flat, started[a:b], seconds[a:b])
-        found.append(Series(key, unit_of[bench], points, params=dict(files[first][3])))
+        found.append(Series(key, unit_of[bench], points, params=dict(files[first][3]),
+                            higher_is_better=unit_row(unit_of[bench]).higher_is_better))
     off_branch = int((file_pos < 0).sum())
     return sorted(found, key=lambda s: s.key), off_branch
 

@@ -43,6 +43,7 @@ class Mark:
     unit: str
     rule: str  # how the series is judged (series.TIME, COUNT, DEVICE, EXACT)
     detected: bool  # the detector found a change there (the series as measured)
+    higher_is_better: bool = False
 
     @property
     def absorbed(self) -> bool:
@@ -52,10 +53,13 @@ class Mark:
 
     @property
     def size(self) -> float:
-        """The change as a fraction of the level before (inf from zero)."""
-        if not self.before:
-            return 0.0 if self.after == self.before else math.inf
-        return self.after / self.before - 1.0
+        """How much worse the change made it, as a fraction of the level before (a rise; a
+        drop where higher is better); inf from zero."""
+        before, after = ((self.after, self.before) if self.higher_is_better
+                         else (self.before, self.after))
+        if not before:
+            return 0.0 if after == before else math.inf
+        return after / before - 1.0
 
 
 def landing(points: Sequence[Point], history: History, commit: str) -> int | None:
@@ -99,7 +103,7 @@ def marks(series: Series, used: Series, verdict: SeriesVerdict, history: History
             continue
         before, after, detected = _step(used.points, verdict, i, series.rule == EXACT)
         found[i] = Mark(series.key, entry, i, used.points[i].commit, before, after,
-                        series.unit, series.rule, detected)
+                        series.unit, series.rule, detected, series.higher_is_better)
     return sorted(found.values(), key=lambda m: m.index)
 
 

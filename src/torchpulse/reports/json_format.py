@@ -22,7 +22,7 @@ def to_json(report: Report) -> str:
         "env": a.key.env, "commit": a.commit, "previous_commit": a.previous_commit,
         "culprits": list(a.culprits), "before": a.before, "after": a.after,
         "ratio": _finite(a.ratio), "unit": a.unit, "pvalue": a.pvalue,
-        "direction": a.direction, "noisy": a.noisy,
+        "direction": a.direction, "higher_is_better": a.higher_is_better, "noisy": a.noisy,
         "unmeasured_commits": unmeasured(report, a),
         "disturbed_before": list(a.disturbed_before), "confirmed": a.confirmed,
         "bisect": bisect_command(report, a),
@@ -50,6 +50,7 @@ def to_json(report: Report) -> str:
         "disturbed": list(c.disturbed),
         "status_text": status_text(c), "rule": c.series.rule,
         "threshold": report.threshold_for(c.series),
+        "higher_is_better": c.series.higher_is_better,
     } for c in report.checked]
     canary = {
         "levels": [{"machine": m, "env": e, "benchmark": b, "seconds": level,

@@ -28,7 +28,7 @@ def entries_text(triage: Triage, where: str) -> str:
                      + (f"  -- {e.note}" if e.note else ""))
     for r in triage.rules:
         said = [f"threshold {r.threshold * 100:g}%" if r.threshold is not None else "",
-                "ignored" if r.ignore else ""]
+                "ignored" if r.ignore else "", (r.direction or "").replace("_", " ")]
         lines.append(f"  rule {r.match}: {', '.join(s for s in said if s) or 'nothing'}")
     return "\n".join(printable(line) for line in lines) + "\n"
 

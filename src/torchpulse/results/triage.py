@@ -10,8 +10,10 @@ Two tables of entries:
   once the level is back). Each names a glob over series names (``bench.Class.time_x(p)``),
   a glob over machines and one full commit hash.
 - ``[[benchmark]]``: per glob over series names, a ``threshold`` (the smallest change worth
-  an alert, replacing the command line's for those series) and ``ignore`` (never judged).
-  Where several match, the last one in the file wins (as in .gitattributes).
+  an alert, replacing the command line's for those series), ``ignore`` (never judged) and
+  ``direction`` (``higher_is_better`` for a throughput, a speedup, a pass rate stored as
+  measured: a drop is the regression). Where several rules set the same field for a
+  series, the last one in the file wins (as in .gitattributes).
 
 Reading is the standard library's tomllib and every field is checked where it enters (one
 line names the file, the entry and what is wrong); writing goes through tomlkit, which keeps
@@ -42,6 +44,8 @@ STATES = (ACCEPTED, INVALID, INFRASTRUCTURE, INVESTIGATING, FIXED)
 ABSORBED = frozenset({ACCEPTED, INVALID, INFRASTRUCTURE})
 # marked by users as not a real regression of the code: the detector's false positives
 FALSE_ALARMS = frozenset({INVALID, INFRASTRUCTURE})
+LOWER, HIGHER = "lower_is_better", "higher_is_better"
+DIRECTIONS = (LOWER, HIGHER)
 FILE_BYTES = 1 * 2**20  # a file of reviewed entries: far below this
 NOTE_CHARS = 2000
 GLOB_CHARS = 500
@@ -84,11 +88,13 @@ class Rule:
     match: str
     threshold: float | None = None
     ignore: bool = False
+    direction: str | None = None  # LOWER or HIGHER is better; None: the rule says nothing
 
     def as_dict(self) -> dict:
         return {"match": self.match, **({"threshold": self.threshold}
                                         if self.threshold is not None else {}),
-                **({"ignore": True} if self.ignore else {})}
+                **({"ignore": True} if self.ignore else {}),
+                **({"direction": self.direction} if self.direction else {})}
 
 
 @dataclass(frozen=True)
@@ -101,18 +107,22 @@ class Triage:
     def entries_for(self, name: str, machine: str) -> list[Entry]:
         return [e for e in self.entries if e.covers(name, machine)]
 
-    def rule_for(self, name: str) -> Rule | None:
-        """The last rule whose glob matches the series ``name``."""
-        found = [r for r in self.rules if fnmatch.fnmatchcase(name, r.match)]
-        return found[-1] if found else None
-
     def ignored(self, name: str) -> bool:
-        rule = self.rule_for(name)
-        return rule is not None and rule.ignore
+        """Whether the last rule matching ``name`` that says anything of ignoring says so."""
+        found = [r.ignore for r in self.rules if fnmatch.fnmatchcase(name, r.match)]
+        return bool(found) and found[-1]
 
     def threshold(self, name: str) -> float | None:
-        rule = self.rule_for(name)
-        return None if rule is None else rule.threshold
+        """The threshold of the last rule matching ``name`` that sets one."""
+        found = [r.threshold for r in self.rules if r.threshold is not None
+                 and fnmatch.fnmatchcase(name, r.match)]
+        return found[-1] if found else None
+
+    def higher_is_better(self, name: str) -> bool | None:
+        """What the last rule matching ``name`` that sets a direction says; None: none."""
+        found = [r.direction for r in self.rules if r.direction is not None
+                 and fnmatch.fnmatchcase(name, r.match)]
+        return found[-1] == HIGHER if found else None
 
     def __bool__(self) -> bool:
         return bool(self.entries or self.rules)
@@ -204,7 +214,7 @@ def _rules(data: dict, path: str) -> tuple[Rule, ...]:
         where = f"{path}: benchmark rule {i}"
         if not isinstance(item, dict):
             raise TriageError(f"{where} is not a table")
-        unknown = set(item) - {"match", "threshold", "ignore"}
+        unknown = set(item) - {"match", "threshold", "ignore", "direction"}
         if unknown:
             raise TriageError(f"{where}: unknown field {sorted(unknown)[0]!r}")
         if "match" not in item:
@@ -213,9 +223,14 @@ def _rules(data: dict, path: str) -> tuple[Rule, ...]:
         if not isinstance(ignore, bool):
             raise TriageError(f"{where}: ignore must be true or false")
         threshold = item.get("threshold")
+        direction = item.get("direction")
+        if direction is not None and direction not in DIRECTIONS:
+            raise TriageError(f"{where}: direction must be {' or '.join(DIRECTIONS)}, not "
+                              f"{one_line(str(direction)[:60])!r}")
         out.append(Rule(check_text(item["match"], f"{where}: match", GLOB_CHARS, empty=False),
                         None if threshold is None
-                        else check_threshold(threshold, f"{where}: threshold"), ignore))
+                        else check_threshold(threshold, f"{where}: threshold"), ignore,
+                        direction))
     return tuple(out)
 
 

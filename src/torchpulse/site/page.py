@@ -127,7 +127,7 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
         name = a.key.name
         url = _hash_url(a.key, names.get(a.key.benchmark, ()))
         rows.append(
-            f'<tr class="alert"><td class="num {"up" if a.ratio > 1 else "down"}">'
+            f'<tr class="alert"><td class="num {"up" if a.direction == "regression" else "down"}">'
             f"{escape(change(a) + qualifiers(a))}</td>"
             f'<td><a href="{escape(url)}">{escape(name)}</a></td>'
             f'<td class="chart">{charts.get(a.key, "")}</td><td>{escape(a.key.env)}</td>'
