@@ -82,7 +82,8 @@ def test_two_environments_count_time_and_weigh_apart_and_a_moved_one_reuses_its_
     a = _environment(tmp_path / "env-a", 1)
     b = _environment(tmp_path / "somewhere" / "else" / "env-b", 2)
     monkeypatch.chdir(tmp_path)
-    code, report, said = _compare(a, b, tmp_path / "ab.json", capsys)
+    code, report, first = _compare(a, b, tmp_path / "ab.json", capsys)
+    said = first
     assert code == 1  # B is slower
     assert report["a"]["python"] == str(a) and report["b"]["build"]["torch"] == \
         report["a"]["build"]["torch"]  # the same torch: only the plugin differs
@@ -113,7 +114,7 @@ def test_two_environments_count_time_and_weigh_apart_and_a_moved_one_reuses_its_
     assert "reused 2 of 2 counts" in said
     for row in again["workloads"]:
         assert row["instructions"]["a"] == row["instructions"]["b"] == \
-            rows[row["name"]]["instructions"]["a"], said
+            rows[row["name"]]["instructions"]["a"], (first, said)
         assert row["instructions"]["decision"] == "equivalent"
     assert code in (0, 1)  # wall time of one environment against itself: any verdict but 2
 

@@ -325,7 +325,7 @@ def test_the_summary_shows_each_triage_state_with_its_note(triaged_site, browser
     browser.find_element("css selector", "details.triaged summary").click()
     (row,) = browser.find_elements("css selector", "table.triaged tbody tr")
     assert row.text.startswith("accepted") and f"the new allocator {PWN}" in row.text
-    assert "taken out of their series (1 accepted)" in \
+    assert "taken out of its series (1 accepted)" in \
         browser.find_element("css selector", "p.triaged").text
     assert browser.execute_script("return window.__pwned || 0") == 0
     assert browser.execute_script("return document.querySelectorAll('img[src=x]').length") \

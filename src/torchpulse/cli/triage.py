@@ -86,7 +86,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
     from torchpulse.results import triage
 
     proj = project(args)
-    with triage.editing(proj.root) as editor:
+    with triage.editing(proj.root, lambda: note("triage", "waiting for another edit of "
+                                                f"{triage.FILE}")) as editor:
         gone = editor.remove(args.number)
     note("triage", f"removed entry {args.number}: {gone.state} {gone.series} at "
                    f"{gone.commit[:12]}")

@@ -95,8 +95,9 @@ def triaged_text(report: Report) -> str:
         states = defaultdict(int)
         for m in absorbed:
             states[m.entry.state] += 1
-        noun = "change" if len(absorbed) == 1 else "changes"
-        parts.append(f"{len(absorbed)} {noun} taken out of their series ("
+        said = "change taken out of its" if len(absorbed) == 1 else \
+            "changes taken out of their"
+        parts.append(f"{len(absorbed)} {said} series ("
                      + ", ".join(f"{n} {state}" for state, n in sorted(states.items())) + ")")
     if report.ignored:
         parts.append(f"{report.ignored} series ignored")

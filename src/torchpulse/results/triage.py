@@ -315,6 +315,7 @@ class Editor:
         import tomlkit
 
         table = tomlkit.table()
+        table.trivia.indent = "\n"  # a blank line before it: entries read apart in a review
         for k, v in new.as_dict().items():
             if v or k == "note":
                 table[k] = v
