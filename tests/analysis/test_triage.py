@@ -266,3 +266,17 @@ def test_a_higher_is_better_series_alerts_on_its_drop_shown_as_measured(proj, ca
                       "--format", "json"]) == 0
     (mark,) = json.loads(capsys.readouterr().out)["marks"]
     assert mark["size"] == pytest.approx(1.10 / 0.935 - 1, abs=0.02)
+
+
+def test_a_range_accepts_every_change_in_it_and_nothing_else(proj, capsys):
+    path, shas = proj
+    assert _triage(path, "accept", _name("twice"), shas[40], "--through", shas[75]) == 0
+    code, report = _alert(path, capsys)
+    found = _at(report, shas)
+    assert "twice" not in found and found["old"][0] == 20  # the others alert as before
+    assert sorted(shas.index(t["commit"]) for t in report["triaged"]) == [40, 70]
+    capsys.readouterr()
+    assert _triage(path, "list") == 0
+    assert f"{shas[40][:12]}..{shas[75][:12]}" in capsys.readouterr().out
+    assert _triage(path, "accept", _name("old"), shas[20], "--through", shas[10]) == 2
+    assert "is not after" in capsys.readouterr().err

@@ -3,6 +3,7 @@ command line in subprocesses over synthetic asv projects."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +89,20 @@ def test_ci_gate_distinguishes_regression_and_failed_benchmark(alert_project, qu
     assert proc.returncode == 1 and "a step seen in one run only" in proc.stdout, proc.stderr
     assert (tmp_path / "report.md.confirmed").read_text().splitlines() == confirmed
     assert summary.read_text().count("measured twice)") >= len(confirmed)
+    # the team accepts every step in torchpulse.toml: the gate passes, nothing to confirm
+    accepted = tmp_path / "accepted"
+    shutil.copytree(alert_project[0], accepted, symlinks=True)
+    out = tmp_path / "alerts.json"
+    assert main(["alert", "--config", str(accepted / "asv.conf.json"), "--format", "json",
+                 "--output", str(out)]) == 1
+    alerts = json.loads(out.read_text())["alerts"]
+    (accepted / "torchpulse.toml").write_text("".join(map(_accepted, alerts)))
+    steps = sum(len(a["culprits"]) for a in alerts)
+    (tmp_path / "report.md.confirmed").unlink()
+    proc = gate(accepted, 0)
+    assert proc.returncode == 0 and "commit(s) again" not in proc.stdout, proc.stderr
+    assert f"{steps} changes taken out of their series ({steps} accepted)" in proc.stdout, \
+        proc.stdout
     proc = gate(quiet_project, 2)
     assert proc.returncode == 3, proc.stderr
     assert "FAILED" in proc.stderr
@@ -96,6 +111,14 @@ def test_ci_gate_distinguishes_regression_and_failed_benchmark(alert_project, qu
     proc = gate(quiet_project, 0, compare_rc=1)
     assert proc.returncode == 1 and "REGRESSION" in proc.stderr
     assert gate(quiet_project, 0, compare_rc=2).returncode == 2
+
+
+def _accepted(alert: dict) -> str:
+    """The triage entry that accepts ``alert`` (the alert's JSON): its every culprit."""
+    name = f"{alert['benchmark']}({', '.join(alert['params'])})"
+    through = f"through = '{alert['culprits'][-1]}'\n" if len(alert["culprits"]) > 1 else ""
+    return (f"[[triage]]\nseries = {json.dumps(name)}\ncommit = '{alert['commit']}'\n"
+            f"{through}state = 'accepted'\n\n")
 
 
 @pytest.mark.slow

@@ -7,9 +7,10 @@ series: every point before it is moved by the size of the change (a ratio on the
 scale the detector reads, a difference on a linear one or an exact counter), so the level
 from the entry's commit on is the baseline, the same step never alerts again, and a further
 rise on top of it does. Only a change the detector found there is taken out (a change
-point, an exact counter's move, or a drift's start), so an entry over a machine's every
-series leaves those that did not move alone. Its size is the change point's own, or, at a
-drift's start, the median level of up to STABLE_COMMITS points on each side. An
+point, an exact counter's move, a drift's start, or a culprit of the active regression too
+new to be a change point yet), so an entry over a machine's every series leaves those that
+did not move alone. Its size is the change point's own, or else the median level of up to
+STABLE_COMMITS points on each side. An
 intervention of known place and estimated size, the way a level shift is modelled in
 time-series analysis; nothing here reads a file."""
 
@@ -69,9 +70,24 @@ def landing(points: Sequence[Point], history: History, commit: str) -> int | Non
     where = history.position.get(commit)
     if where is None:
         return None
-    positions = [history.position[p.commit] for p in points]
-    i = bisect.bisect_left(positions, where)
+    i = bisect.bisect_left([history.position[p.commit] for p in points], where)
     return i if 0 < i < len(points) else None
+
+
+def landings(points: Sequence[Point], history: History, commit: str, through: str = ""
+             ) -> list[int]:
+    """Where an entry lands: the first of ``points`` at or after ``commit`` (as
+    ``landing``) and, with ``through``, every later one up to that commit."""
+    first = landing(points, history, commit)
+    if not through:
+        return [] if first is None else [first]
+    where, last = history.position.get(commit), history.position.get(through)
+    if where is None or last is None:
+        return []
+    positions = [history.position[p.commit] for p in points]
+    start = bisect.bisect_left(positions, where)
+    stop = bisect.bisect_right(positions, last)
+    return list(range(max(start, 1), min(stop, len(points))))
 
 
 def _step(points: Sequence[Point], verdict: SeriesVerdict, i: int, exact: bool
@@ -87,9 +103,11 @@ def _step(points: Sequence[Point], verdict: SeriesVerdict, i: int, exact: bool
     levels = [p.level(linear) for p in points]
     before = float(np.median(levels[max(0, i - STABLE_COMMITS):i]))
     after = float(np.median(levels[i:i + STABLE_COMMITS]))
-    started = any(d.start == i for d in verdict.drifts)
-    return (before, after, started) if linear else (math.exp(before), math.exp(after),
-                                                    started)
+    # a drift's start, or a culprit of the active regression (a step too new to be a
+    # change point yet: it has not held long enough)
+    seen = any(d.start == i for d in verdict.drifts) or \
+        any(i in r.culprits for r in verdict.active)
+    return (before, after, seen) if linear else (math.exp(before), math.exp(after), seen)
 
 
 def marks(series: Series, used: Series, verdict: SeriesVerdict, history: History,
@@ -98,12 +116,15 @@ def marks(series: Series, used: Series, verdict: SeriesVerdict, history: History
     which ``verdict`` judged), one a point: the first in the file wins."""
     found: dict[int, Mark] = {}
     for entry in triage.entries_for(series.key.name, series.key.machine):
-        i = landing(used.points, history, entry.commit)
-        if i is None or i in found:
-            continue
-        before, after, detected = _step(used.points, verdict, i, series.rule == EXACT)
-        found[i] = Mark(series.key, entry, i, used.points[i].commit, before, after,
-                        series.unit, series.rule, detected, series.higher_is_better)
+        for i in landings(used.points, history, entry.commit, entry.through):
+            if i in found:
+                continue
+            before, after, detected = _step(used.points, verdict, i, series.rule == EXACT)
+            if entry.through and not detected and i != landing(used.points, history,
+                                                               entry.commit):
+                continue  # a range speaks of the changes in it, not of every commit
+            found[i] = Mark(series.key, entry, i, used.points[i].commit, before, after,
+                            series.unit, series.rule, detected, series.higher_is_better)
     return sorted(found.values(), key=lambda m: m.index)
 
 

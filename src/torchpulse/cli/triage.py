@@ -56,8 +56,12 @@ def cmd_mark(args: argparse.Namespace) -> int:
     state = VERBS[args.action]
     sha = _commit(proj, args.commit, "COMMIT")
     fixed_by = _commit(proj, args.fixed_by, "--fixed-by") if args.fixed_by else ""
+    through = _commit(proj, args.through, "--through") if args.through else ""
+    if through and proj.history().position[through] <= proj.history().position[sha]:
+        raise UsageError(f"--through: {through[:12]} is not after {sha[:12]} on the "
+                         "first-parent history")
     new = triage.entry(args.series, sha, state, args.note, args.machine, fixed_by,
-                       "torchpulse triage")
+                       "torchpulse triage", through)
     covered = sum(new.covers(name, machine) for name, machine in _series_names(proj))
     if not covered:
         raise UsageError(f"{args.series!r} (machine {args.machine!r}) matches no stored "
@@ -133,6 +137,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         m.add_argument("--machine", default="*", metavar="GLOB",
                        help="only series measured on these asv machines (default: every one)")
         m.add_argument("--note", default="", help="why: shown beside the change everywhere")
+        m.add_argument("--through", metavar="COMMIT", help="every change from COMMIT through "
+                       "this one (an alert that names several culprits)")
         m.add_argument("--fixed-by", metavar="COMMIT", required=verb == "fixed",
                        help="the commit that fixed it" + (" (required)" if verb == "fixed"
                                                           else " (only with fixed)"))

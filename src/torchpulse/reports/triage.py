@@ -23,7 +23,8 @@ def entries_text(triage: Triage, where: str) -> str:
              f"{len(triage.rules)} benchmark rules"]
     for i, e in enumerate(triage.entries, 1):
         fixed = f" by {e.fixed_by[:12]}" if e.fixed_by else ""
-        lines.append(f"  {i:>3}  {e.state}{fixed}  {e.commit[:12]}  {e.series}"
+        span = f"{e.commit[:12]}..{e.through[:12]}" if e.through else e.commit[:12]
+        lines.append(f"  {i:>3}  {e.state}{fixed}  {span}  {e.series}"
                      + (f"  [machine {e.machine}]" if e.machine != "*" else "")
                      + (f"  -- {e.note}" if e.note else ""))
     for r in triage.rules:

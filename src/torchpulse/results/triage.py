@@ -69,6 +69,9 @@ class Entry:
     note: str = ""
     machine: str = "*"  # a glob over asv machine names
     fixed_by: str = ""  # with state "fixed": the commit that fixed it
+    # the entry speaks of every change from ``commit`` through this one (a rise the alert
+    # names at several culprits); "": of the one change at ``commit``
+    through: str = ""
 
     def covers(self, name: str, machine: str) -> bool:
         """Whether this entry speaks of the series ``name`` measured on ``machine``."""
@@ -78,7 +81,8 @@ class Entry:
     def as_dict(self) -> dict[str, str]:
         found = {"series": self.series, "machine": self.machine, "commit": self.commit,
                  "state": self.state, "note": self.note}
-        return found | ({"fixed_by": self.fixed_by} if self.fixed_by else {})
+        return found | ({"fixed_by": self.fixed_by} if self.fixed_by else {}) | (
+            {"through": self.through} if self.through else {})
 
 
 @dataclass(frozen=True)
@@ -171,10 +175,12 @@ def check_threshold(value: object, what: str) -> float:
 
 
 def entry(series: object, commit: object, state: object, note: object = "",
-          machine: object = "*", fixed_by: object = "", where: str = "entry") -> Entry:
+          machine: object = "*", fixed_by: object = "", where: str = "entry",
+          through: object = "") -> Entry:
     """An Entry from untrusted fields, each checked."""
     state = check_state(state, f"{where}: state")
     fixed = check_commit(fixed_by, f"{where}: fixed_by") if fixed_by else ""
+    last = check_commit(through, f"{where}: through") if through else ""
     if state == FIXED and not fixed:
         raise TriageError(f"{where}: state fixed needs fixed_by, the commit that fixed it")
     if fixed and state != FIXED:
@@ -182,7 +188,8 @@ def entry(series: object, commit: object, state: object, note: object = "",
     return Entry(check_text(series, f"{where}: series", GLOB_CHARS, empty=False),
                  check_commit(commit, f"{where}: commit"), state,
                  check_text(note, f"{where}: note", NOTE_CHARS),
-                 check_text(machine, f"{where}: machine", GLOB_CHARS, empty=False), fixed)
+                 check_text(machine, f"{where}: machine", GLOB_CHARS, empty=False), fixed,
+                 last)
 
 
 def _entries(data: dict, path: str) -> tuple[Entry, ...]:
@@ -194,14 +201,16 @@ def _entries(data: dict, path: str) -> tuple[Entry, ...]:
         where = f"{path}: triage entry {i}"
         if not isinstance(item, dict):
             raise TriageError(f"{where} is not a table")
-        unknown = set(item) - {"series", "commit", "state", "note", "machine", "fixed_by"}
+        unknown = set(item) - {"series", "commit", "state", "note", "machine", "fixed_by",
+                               "through"}
         if unknown:
             raise TriageError(f"{where}: unknown field {sorted(unknown)[0]!r}")
         for needed in ("series", "commit", "state"):
             if needed not in item:
                 raise TriageError(f"{where}: missing {needed}")
         out.append(entry(item["series"], item["commit"], item["state"], item.get("note", ""),
-                         item.get("machine", "*"), item.get("fixed_by", ""), where))
+                         item.get("machine", "*"), item.get("fixed_by", ""), where,
+                         item.get("through", "")))
     return tuple(out)
 
 
@@ -323,6 +332,7 @@ class Editor:
         entries = self._triage()
         for i, old in enumerate(self.before.entries):
             if (old.series, old.machine, old.commit) == (new.series, new.machine, new.commit):
+                # the same change: its new word replaces the old one
                 entries[i] = table
                 return "replaced"
         entries.append(table)
