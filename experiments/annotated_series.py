@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """The detector on real series with change points drawn by people: the Turing Change Point
 Dataset (van den Burg and Williams, 2020; github.com/alan-turing-institute/TCPD, kept
 outside this repository so that nothing here is tuned to it). Each series is analysed as

@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """A yardstick for the moving family's autocorrelated kinds (issue 51): can one test keep
 AR(1) noise free of change points and still find steps, in that noise and in white noise?
 

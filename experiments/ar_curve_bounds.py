@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """Can one test hold both the curves and the AR kinds of the moving family (issue 51)?
 The likelihood ratio of "a level or a curve, one step, AR(1) noise" against "a level or a
 curve, AR(1) noise": phi (PHIS) and the deviation profiled out, the mean the best of a flat

@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """Segmentation under the AR(1) model, on its own (issue 51): is the likelihood of
 experiments/ar_bounds.py a better way to cut real series than the detector's segmentation?
 

@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """What experiments/ar_bounds.py's test would do inside the detector (issue 51): every change
 point segmentation lists (between two levels, in a noisy series, with at least AFTER commits
 after it) must also pass the AR(1) likelihood-ratio test of a step at its place, in the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 # An experiment, not product (run from a checkout with .venv); its results:
-# docs/measurements.md and docs/detection.md.
+# docs/measurements.md and experiments/diary/detection.md.
 """Does the machine canary move when the workloads do? One process alternates, for a while,
 the canary (2 threads and 1 thread), a memory stream (one thread copying 32 MB tensors) and
 two workloads, each reading the median of 5 calls, then prints every reading's correlation

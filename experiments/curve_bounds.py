@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """A yardstick for the moving family's smooth trends (issue 51): for the logistic, exponential
 and polynomial kinds, a test that knows the family of curves each kind is drawn from and the
 noise's deviation, but not the curve's parameters, nor where or how large a step is.

@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """What keeps a change point in the moving family's null trend series (logistic, exponential,
 polynomial growth, no step): for each such series the detector gives a change point, which of
 the curve merge's conditions (analysis/detector/curves.py) decided the runs of its findings:
@@ -6,7 +6,7 @@ no run of two same-way findings; a run cut below two at a turn; the smooth curve
 Bayesian information criterion to the run's own steps; its residuals not white; a step at
 one of the run's change points adds to the curve fitted again with it (F above STEP_F).
 (Before 2026-11-28 this script counted the cubic's BIC and the old noise-only test instead;
-docs/detection.md gives both tables.)
+experiments/diary/detection.md gives both tables.)
 Run: .venv/bin/python experiments/curve_conditions.py [SEED]"""
 
 import sys

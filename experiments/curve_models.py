@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """A smooth model that follows a sharp rise, and change points charged for their places:
 the curve merge (analysis/detector/curves.py) patched two ways, on the moving family's trend
 kinds and on every family.

@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """The detector on all three families of evaluate-detection in process, without asv or the
 false-discovery step across series: per kind, the share of series without a change that got
 any change point, and the share of planted steps located within 3 commits (the synthetic

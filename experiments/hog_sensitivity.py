@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """How much one busy core slows the machine canary (at 1 and 2 torch threads) and a few
 single-threaded workloads, each timed in a process forked the way asv's forkserver does.
 

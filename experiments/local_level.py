@@ -1,5 +1,5 @@
 # An experiment, not product (run from a checkout with .venv); its results: the closing note
-# of issue 51 and docs/detection.md when it is taken further.
+# of issue 51 and experiments/diary/detection.md when it is taken further.
 """A level-shift test under a local-level model (a random walk plus white noise), tried on
 the families of evaluate-detection in process, next to the production detector.
 
@@ -20,7 +20,7 @@ routed series: TEST "moves" (the default; move_changes, a test on the largest mo
 "windows" (local_level_changes, the window means above). With MOVES_ROUTE (the default) a
 series is routed when its share passes MOVES_SHARE, its moves' lag-1 autocorrelation
 MOVES_RHO, their autocorrelations at lags 1-3 summed MOVES_RHO3, and its moves take
-MOVES_DISTINCT sizes or more (docs/detection.md).
+MOVES_DISTINCT sizes or more (experiments/diary/detection.md).
 
 Run: .venv/bin/python experiments/local_level.py [SEED] [PER_CELL]
      .venv/bin/python experiments/local_level.py shares [SEED]   (each kind's routing share)

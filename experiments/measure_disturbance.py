@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 # An experiment, not product (run from a checkout with .venv); its results:
-# docs/measurements.md and docs/detection.md.
+# docs/measurements.md and experiments/diary/detection.md.
 """Benchmark commits where nothing measured changes while a CPU hog loads the machine for
 part of the run, then print what the machine canary caught and what `torchpulse alert`
 concludes with and without its rule.

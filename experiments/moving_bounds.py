@@ -13,7 +13,7 @@ and reports how many steps it then places within 3 commits, as the family's targ
 
 Prints, per kind and step size, the c that lists 1 % of the null series and the steps found
 there, and the largest c that finds 90 % of the steps with the null series it then lists;
-docs/detection.md has the figures.
+experiments/diary/detection.md has the figures.
 """
 
 import sys

@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """Where the detector's change points fall in null series of the moving family's outlier
 kind: white noise of one deviation, 5-10 deviation outliers at OUTLIER_SHARE of commits,
 and one to three excursions of 2-3 commits at 4 deviations that come back (drawn here as

@@ -1,7 +1,7 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """Detection on the shapes family in process, without asv: change points, located steps,
 active alerts and drifts per (shape, change, size). Measured: the before figures of the
-"Series shapes the generator never makes" entry in docs/detection.md (2026-11-26; run at the
+"Series shapes the generator never makes" entry in experiments/diary/detection.md (2026-11-26; run at the
 commit before b5ae0dc, where `shapes.py` was copied in).
 Run: .venv/bin/python experiments/shapes_in_process.py [COMMITS] [PER_CELL]"""
 

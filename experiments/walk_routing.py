@@ -1,4 +1,4 @@
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """Why null series of the moving family (evaluation/moving.py) get change points: for each
 series without a planted change that lists one, the first of the walk routing's conditions
 it fails (changes._wandering, walk.wanders), in the order the detector asks them:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-# An experiment, not product (run from a checkout with .venv); its results: docs/detection.md.
+# An experiment, not product (run from a checkout with .venv); its results: experiments/diary/detection.md.
 """The compile suite's setup (bench_compile's setup_cache) run in this process with a CPU hog
 over part of it: prints each canary reading taken around the zoo's models and which models
 were measured again.

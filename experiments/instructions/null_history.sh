@@ -29,7 +29,7 @@ git config user.email nullhist@localhost
 null_change() {
     local i=$1
     case $((i % 10)) in
-        1) printf '\nNull change %s: a sentence of documentation.\n' "$i" >> docs/detection.md ;;
+        1) printf '\nNull change %s: a sentence of documentation.\n' "$i" >> experiments/diary/detection.md ;;
         2) printf '\n# null change %s: a comment at the end of a module the worker imports\n' \
                "$i" >> src/torchpulse/fastrnns/runners.py ;;
         3) printf '\n\ndef test_null_change_%s():\n    assert %s + 1 == %s\n' "$i" "$i" \

@@ -91,7 +91,7 @@ def _monthly(seed, years):
 def test_a_season_is_not_a_walk_and_a_walk_rarely_reads_as_one():
     """A walk's moves are white at every lag; a monthly season's come back at lag 12 (the
     JFK passengers series of the annotated set was read as a walk on its lags 1-3 and its
-    persistence, 149 change points, docs/detection.md)."""
+    persistence, 149 change points, experiments/diary/detection.md)."""
     for years in (8, 20, 39):
         seasons = [_monthly(s, years) for s in range(20)]
         # lags 1-3 alone let every one of them through (before the season's test)

@@ -4,7 +4,7 @@ The canary (``benchmarks/_canary.py``) is a fixed workload of the standard libra
 loops on a thread per core (nothing of torch: a torch build does not move it) that asv times
 between the suites: after the autograd pairs, between the LSTM classes and after the compile
 zoo of every commit. Its code comes from the working tree, so within a run it only moves
-when the machine does. The rule (docs/detection.md explains the figures behind it):
+when the machine does. The rule (experiments/diary/detection.md explains the figures behind it):
 
 * At each of its places in the run, on one machine and environment, the canary's *usual
   level* is the median of its readings there (the places differ: a canary right after the

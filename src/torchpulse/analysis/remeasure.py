@@ -7,7 +7,7 @@ Steps seen in one run only: a regression whose new level rests on a single commi
 newest one measured, is measured once more before ``make dashboard`` reports it.
 
 One commit at a new level cannot be told from one slow run by the values: the machine
-canary catches another process on the machine, not a slower host (docs/detection.md), and a
+canary catches another process on the machine, not a slower host (experiments/diary/detection.md), and a
 run on a bad minute looks exactly like a regression at the newest commit. So the benchmark
 of such a series is run again at that commit, once, and the stored value is then the second
 measurement: a real step shows again, a slow run does not come back. asv re-runs a whole

@@ -1,5 +1,5 @@
 """`torchpulse evaluate-detection`: build each family's project, ask every detector, score
-them and write the report (docs/detection.md)."""
+them and write the report (experiments/diary/detection.md)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A host whose speed drifts over an afternoon, a quote held between small updates: the
 series' level moves a little at many commits and never comes back, so segmenting it against
-white noise cuts it at most of its moves (issue 51; docs/detection.md, "What the quote and
+white noise cuts it at most of its moves (issue 51; experiments/diary/detection.md, "What the quote and
 the walk allow"). For such a series a change is a move beyond what the series' own moves
 allow, whose new level holds.
 
