@@ -13,6 +13,7 @@ import shutil
 
 import numpy as np
 import pytest
+import tomllib
 from clirun import exit_code
 
 from torchpulse.evaluation import project as generated
@@ -280,3 +281,30 @@ def test_a_range_accepts_every_change_in_it_and_nothing_else(proj, capsys):
     assert f"{shas[40][:12]}..{shas[75][:12]}" in capsys.readouterr().out
     assert _triage(path, "accept", _name("old"), shas[20], "--through", shas[10]) == 2
     assert "is not after" in capsys.readouterr().err
+
+
+def test_an_edit_waits_for_another_and_then_lands(proj):
+    """While another edit holds the file's folder, `triage` says it waits and writes
+    nothing; once that edit ends it reads the file afresh, so both entries stay."""
+    import subprocess
+    import sys
+
+    from torchpulse.files import locked_folder
+
+    path, shas = proj
+    with locked_folder(path):
+        run = subprocess.Popen([sys.executable, "-m", "torchpulse.cli", "triage", "accept",
+                                _name("recent"), shas[90], "--config",
+                                str(path / "asv.conf.json")], stderr=subprocess.PIPE,
+                               text=True)
+        said = run.stderr.readline()  # the line it prints before it waits
+        assert "waiting for another edit of torchpulse.toml" in said, said
+        assert run.poll() is None and not (path / "torchpulse.toml").exists()
+        # the other edit, written while the command waits
+        (path / "torchpulse.toml").write_text(
+            f"[[triage]]\nseries = \"{_name('old')}\"\ncommit = '{shas[20]}'\n"
+            "state = 'accepted'\n")
+    assert run.wait(timeout=120) == 0, run.stderr.read()
+    entries = tomllib.loads((path / "torchpulse.toml").read_text())["triage"]
+    assert sorted(e["commit"] for e in entries) == sorted([shas[20], shas[90]])
+
