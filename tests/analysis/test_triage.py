@@ -308,3 +308,15 @@ def test_an_edit_waits_for_another_and_then_lands(proj):
     entries = tomllib.loads((path / "torchpulse.toml").read_text())["triage"]
     assert sorted(e["commit"] for e in entries) == sorted([shas[20], shas[90]])
 
+
+
+def test_of_two_entries_on_one_change_the_later_wins(proj, capsys):
+    path, shas = proj
+    assert _triage(path, "investigating", _name("recent"), shas[90], "--note", "ours?") == 0
+    code, report = _alert(path, capsys)
+    assert _at(report, shas)["recent"][2]["state"] == "investigating"
+    assert _triage(path, "infrastructure", "*", shas[90], "--note", "runner image") == 0
+    code, report = _alert(path, capsys)
+    assert "recent" not in _at(report, shas)
+    (t,) = [t for t in report["triaged"] if t["params"] == ["'recent'"]]
+    assert t["triage"]["state"] == "infrastructure"

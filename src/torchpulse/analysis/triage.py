@@ -113,9 +113,10 @@ def _step(points: Sequence[Point], verdict: SeriesVerdict, i: int, exact: bool
 def marks(series: Series, used: Series, verdict: SeriesVerdict, history: History,
           triage: Triage) -> list[Mark]:
     """The entries of ``triage`` that land on ``series`` (``used``: its undisturbed points,
-    which ``verdict`` judged), one a point: the first in the file wins."""
+    which ``verdict`` judged), one a point: where several speak of one change, the last in
+    the file wins (a later decision, as with the benchmark rules)."""
     found: dict[int, Mark] = {}
-    for entry in triage.entries_for(series.key.name, series.key.machine):
+    for entry in reversed(triage.entries_for(series.key.name, series.key.machine)):
         for i in landings(used.points, history, entry.commit, entry.through):
             if i in found:
                 continue

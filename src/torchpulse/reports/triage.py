@@ -46,9 +46,9 @@ def _fraction(value: float | None) -> str:
 def stats_text(marks: Sequence[Mark], tallies: Sequence[Tally],
                suggestions: Sequence[Suggestion], thresholds: dict[str, float | None]) -> str:
     landed = len({(m.entry, m.key) for m in marks})
-    lines = [f"torchpulse triage stats: {landed} marks landed on a series; "
-             f"{sum(sum(t.states.values()) for t in tallies)} of them on a rise the detector "
-             "reported"]
+    lines = [f"torchpulse triage stats: the triage file speaks of {landed} change(s) in the "
+             f"series; {sum(sum(t.states.values()) for t in tallies)} of them were rises the "
+             "detector reported"]
     if tallies:
         lines.append(f"  {'series':24} {'machine':20} " + " ".join(f"{s:>14}" for s in STATES)
                      + f" {'false alarms':>13}")
