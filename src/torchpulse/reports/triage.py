@@ -45,7 +45,7 @@ def _fraction(value: float | None) -> str:
 
 def stats_text(marks: Sequence[Mark], tallies: Sequence[Tally],
                suggestions: Sequence[Suggestion], thresholds: dict[str, float | None]) -> str:
-    landed = len({(m.entry, m.key) for m in marks})
+    landed = len(marks)
     lines = [f"torchpulse triage stats: the triage file speaks of {landed} change(s) in the "
              f"series; {sum(sum(t.states.values()) for t in tallies)} of them were rises the "
              "detector reported"]
