@@ -7,11 +7,12 @@ Steps seen in one run only: a regression whose new level rests on a single commi
 newest one measured, is measured once more before ``make dashboard`` reports it.
 
 One commit at a new level cannot be told from one slow run by the values: the machine
-canary catches another process on the machine, not a slower host (experiments/diary/detection.md), and a
-run on a bad minute looks exactly like a regression at the newest commit. So the benchmark
-of such a series is run again at that commit, once, and the stored value is then the second
-measurement: a real step shows again, a slow run does not come back. asv re-runs a whole
-benchmark, so its other parameters get a second value at that commit too.
+canary catches another process on the machine, not a slower host
+(experiments/diary/detection.md), and a run on a bad minute looks exactly like a regression
+at the newest commit. So the benchmark of such a series is run again at that commit, once,
+and the stored value is then the second measurement: a real step shows again, a slow run
+does not come back. asv re-runs a whole benchmark, so its other parameters get a second
+value at that commit too.
 
 The ledger remembers which (commit, benchmark) were chosen, so a step that did show again is
 reported, not re-measured at every run (which would re-draw it until it hides), and the start

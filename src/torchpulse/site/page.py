@@ -232,7 +232,8 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
                 *_alert_rows(m.alerts, names, charts), "</tbody></table>"]
     else:
         out.append("<p>No regression is active at the newest commit.</p>")
-    out += _triaged_table([t for t in report.absorbed if t.key.machine == m.name])
+    out += _triaged_table([t for t in report.marks if t.detected and t.key.machine == m.name],
+                          {a.key for a in report.alerts})
     tally = ", ".join(f"{sum(r.status == s for r in m.current)} {s}" for s in STATUSES)
     out += ["<h3>Benchmarks</h3>",
             f'<p class="status-counts">Status of the {len(m.current)} series measured at the '
@@ -258,22 +259,31 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
     return [line for line in out if line]
 
 
-def _triaged_table(marks: list[Mark]) -> list[str]:
-    """The changes the repository's triage file took out of this machine's series: what
-    each was, what the team said, and how to undo it."""
+def _triaged_table(marks: list[Mark], alerting: set[SeriesKey]) -> list[str]:
+    """The changes of this machine's series the repository's triage file speaks of: what
+    each was, what the team said, whether it still alerts, and how to change that."""
     if not marks:
         return []
+    quiet = sum(m.absorbed or m.key not in alerting for m in marks)
+
+    def state(m: Mark) -> str:
+        if m.entry.state != FIXED:
+            return m.entry.state
+        return f"fixed by {m.entry.fixed_by[:8]}" + (
+            " (the level is not back)" if m.key in alerting else " (the level is back)")
+
     return [f"<details class=\"triaged\"><summary>{len(marks)} change(s) triaged in "
-            f"{TRIAGE_FILE}, not alerting</summary>",
+            f"{TRIAGE_FILE}, {quiet} not alerting</summary>",
             '<p class="muted">Accepted: the new level is the baseline from its commit on. '
             "Invalid or infrastructure: the change is not the code's and is taken out of the "
-            f"series. To undo one, remove its entry from {TRIAGE_FILE} (a pull request) or "
-            "run <code>torchpulse triage list</code> and <code>torchpulse triage remove "
+            "series. Investigating, and fixed until the level is back: still alerting. To "
+            f"change one, edit its entry in {TRIAGE_FILE} (a pull request) or run "
+            "<code>torchpulse triage list</code> and <code>torchpulse triage remove "
             "N</code>.</p>",
             '<table class="triaged"><thead><tr><th>state</th><th>benchmark</th>'
             "<th>environment</th><th>commit</th><th>before</th><th>after</th><th>note</th>"
             "</tr></thead><tbody>",
-            *(f'<tr><td class="triage {escape(t.entry.state)}">{escape(t.entry.state)}</td>'
+            *(f'<tr><td class="triage {escape(t.entry.state)}">{escape(state(t))}</td>'
               f"<td>{escape(t.key.name)}</td><td>{escape(t.key.env)}</td>"
               f"<td>{_commit(t.commit)}</td>"
               f'<td class="num">{escape(human(t.before, t.unit, t.after))}</td>'

@@ -58,7 +58,8 @@ HELD = MDE_COMMITS_AFTER
 # standard errors under white noise (1 / sqrt(n)) are not white: the noise wanders, and a
 # mean of m of its commits varies (1 + rho) / (1 - rho) times more than white noise's.
 # 2 standard errors, not 2.5: segmentation at the white noise's spread cuts some of the
-# wander away and leaves AR(0.3)'s residuals at 0.1-0.2 over 100 commits (experiments/diary/detection.md)
+# wander away and leaves AR(0.3)'s residuals at 0.1-0.2 over 100 commits
+# (experiments/diary/detection.md)
 RHO_SIGMAS = 2.0
 RHO_MAX = 0.95
 # ... and only where the successive differences say the noise wanders (noise.wander, whose

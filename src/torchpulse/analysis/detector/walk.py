@@ -2,9 +2,9 @@
 
 A host whose speed drifts over an afternoon, a quote held between small updates: the
 series' level moves a little at many commits and never comes back, so segmenting it against
-white noise cuts it at most of its moves (issue 51; experiments/diary/detection.md, "What the quote and
-the walk allow"). For such a series a change is a move beyond what the series' own moves
-allow, whose new level holds.
+white noise cuts it at most of its moves (issue 51; experiments/diary/detection.md, "What
+the quote and the walk allow"). For such a series a change is a move beyond what the
+series' own moves allow, whose new level holds.
 
 ``wanders`` says whether a series is one (all estimated from its moves, the successive
 differences of its levels):
