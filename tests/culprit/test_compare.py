@@ -168,3 +168,26 @@ def test_a_time_budget_lowers_the_cap_before_the_first_look():
     runs = Clocked(levels, first=300.0, later=500.0, cv=0.03)
     assert compare(runs, "a", "b", max_rounds=8, budget=60.0,
                    clock=lambda: runs.now).max_rounds == 3
+
+
+def test_where_higher_is_better_a_drop_is_slower_shown_as_measured(monkeypatch):
+    """A throughput (the triage file's direction, or its unit's row): HEAD's lower value is
+    the slowdown; the values and the interval stay as measured."""
+    from torchpulse.kinds import TIME, UNITS, Unit
+
+    runs = Scripted({"a": {"items": 100.0, "t": 1.0}, "b": {"items": 70.0, "t": 0.7}})
+    result = compare(runs, "a", "b", higher_is_better=lambda k: True if k == "items" else None)
+    by = {o.key: o for o in result.outcomes}
+    assert by["items"].decision == sequential.SLOWER and by["t"].decision == sequential.FASTER
+    assert by["items"].interval.ratio == pytest.approx(0.7, rel=0.05)
+    assert by["items"].head == pytest.approx(70, rel=0.1)
+    # the same from a unit's row, with nothing said per benchmark
+    monkeypatch.setitem(UNITS, "items/s", Unit("items/s", TIME, higher_is_better=True))
+
+    class WithUnits(Scripted):
+        def __call__(self, commit, keys=None):
+            run = super().__call__(commit, keys)
+            return Run(run.commit, run.values, units={"items": "items/s"})
+
+    (o, _) = sorted(compare(WithUnits(runs.levels), "a", "b").outcomes, key=lambda o: o.key)
+    assert o.key == "items" and o.decision == sequential.SLOWER

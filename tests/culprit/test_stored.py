@@ -176,3 +176,15 @@ def test_welch_interval():
     assert same.low == same.high == pytest.approx(0.1)
     iv = welch([0.0, 0.01, -0.01, 0.0], [0.1, 0.12, 0.08, 0.1], 0.05)
     assert iv.low < 0.1 < iv.high and iv.mean == pytest.approx(0.1)
+
+
+def test_a_benchmark_rule_saying_higher_is_better_turns_the_verdict(recorded):
+    root, (base, head) = recorded
+    (root / "torchpulse.toml").write_text(
+        f'[[benchmark]]\nmatch = "{TIME}(*)"\ndirection = "higher_is_better"\n')
+    got = compare_stored(Project.load(root / "asv.conf.json"), base, head)
+    by = {o.key: o for o in got.comparison.outcomes}
+    timed = by[f"{TIME}('cpu')"]
+    assert timed.decision == sequential.FASTER  # its value rose: better, as a throughput
+    assert timed.interval.ratio_low > 1.05  # shown as measured
+    assert by[f"{PEAK}('resnet18')"].decision == sequential.SLOWER  # no rule: as before

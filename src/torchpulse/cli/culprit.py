@@ -195,11 +195,14 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
     _prepare(runs, "compare")
     note("compare", f"{head[:12]} against {base[:12]}, interleaved, up to {args.max_runs} runs "
          "of each (asv builds each commit on its first run)")
+    from torchpulse.results import triage
+
     result = compare(runs, base, head, threshold=args.threshold, alpha=args.alpha,
                      max_rounds=args.max_runs, progress=lambda line: note("compare", line),
                      count_threshold=args.count_threshold,
                      device_threshold=args.device_threshold,
-                     budget=args.minutes * 60 if args.minutes else None)
+                     budget=args.minutes * 60 if args.minutes else None,
+                     higher_is_better=triage.read(proj.root).higher_is_better)
     write_output(render_comparison(result, args.format), args.output)
     if args.output and args.format != "text":
         write_output(render_comparison(result, "text"), None)

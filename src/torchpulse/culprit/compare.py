@@ -74,16 +74,24 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
             count_threshold: float = DEFAULT_COUNT_THRESHOLD,
             device_threshold: float = DEFAULT_DEVICE_THRESHOLD,
             budget: float | None = None,
-            clock: Callable[[], float] = time.monotonic) -> Comparison:
+            clock: Callable[[], float] = time.monotonic,
+            higher_is_better: Callable[[str], bool | None] | None = None) -> Comparison:
     """Compare HEAD with BASE, benchmark by benchmark: a timed one in interleaved rounds
     until the sequential test decides (``threshold``; ``device_threshold`` on kernel time);
     a counted one (instructions, ``count_threshold``) or an exact counter from the first
     round's one run a side. ``budget``: seconds the whole comparison may take; after the
     second round (before the first look) the cap on rounds is lowered to what fits, from
     how long that round took. The cap depends on time only, never on what was measured,
-    and is fixed before any look, so the looks' error budget holds."""
+    and is fixed before any look, so the looks' error budget holds. A benchmark where a drop
+    is the regression (its unit's row, or ``higher_is_better(key)``: the triage file's
+    rules) is slower when HEAD's value is lower; its values and interval stay as measured."""
     def limit(which: str) -> float:
         return counted.threshold_of(which, threshold, count_threshold, device_threshold)
+
+    def oriented(k: str, decision: str) -> str:
+        said = higher_is_better(k) if higher_is_better else None
+        return counted.oriented(decision, counted.higher_is_better(units[k])
+                                if said is None else said)
 
     schedule = set(sequential.looks(max_rounds))
     level = sequential.per_look_alpha(alpha, max_rounds)
@@ -127,7 +135,7 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
             which = counted.rule(units[k])
             if counted.repeats(which):  # a second run a side adds nothing
                 d = diffs[k][0]
-                done[k] = Outcome(k, counted.decide(d, which, limit(which)),
+                done[k] = Outcome(k, oriented(k, counted.decide(d, which, limit(which))),
                                   counted.interval(d, which), r, a, b, unit=units[k])
         pending = [k for k in pending if k not in done]
         if budget is not None and r == MIN_ROUNDS - 1 and pending:
@@ -149,7 +157,8 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
                 if decision is None and r == max_rounds:
                     decision = UNDECIDED
                 if decision is not None:
-                    done[k] = Outcome(k, decision, iv, r, _median(seen[k]["base"]),
+                    done[k] = Outcome(k, oriented(k, decision), iv, r,
+                                      _median(seen[k]["base"]),
                                       _median(seen[k]["head"]), unit=units[k])
             pending = [k for k in pending if k not in done]
         if progress:

@@ -17,7 +17,7 @@ from torchpulse.analysis import sequential
 from torchpulse.analysis.sequential import Interval
 from torchpulse.analysis.series import rule_of
 from torchpulse.analysis.settings import Settings
-from torchpulse.kinds import EXACT, KINDS, TIME
+from torchpulse.kinds import EXACT, KINDS, TIME, unit_of
 
 
 def rule(unit: str | None) -> str:
@@ -58,6 +58,20 @@ def decide(diff: float, which: str, threshold: float) -> str:
     if diff <= -bound and diff < 0:
         return sequential.FASTER
     return sequential.EQUIVALENT
+
+
+def oriented(decision: str, higher_is_better: bool) -> str:
+    """``decision`` (of B's value against A's) for a metric where a drop is the regression:
+    a higher value is then faster, a lower one slower."""
+    if not higher_is_better:
+        return decision
+    return {sequential.SLOWER: sequential.FASTER,
+            sequential.FASTER: sequential.SLOWER}.get(decision, decision)
+
+
+def higher_is_better(unit: str | None) -> bool:
+    """Whether a drop is the regression for a benchmark in ``unit`` (its row)."""
+    return bool(unit) and unit_of(unit).higher_is_better
 
 
 def side(value: float, good: float, bad: float) -> str:

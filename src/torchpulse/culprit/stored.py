@@ -26,6 +26,7 @@ count) travels beside it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import statistics
@@ -44,7 +45,7 @@ from torchpulse.culprit import counted
 from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
 from torchpulse.instructions import profiles
 from torchpulse.kinds import COUNT
-from torchpulse.results import builds
+from torchpulse.results import builds, triage
 from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import GitError, History
 from torchpulse.results.project import Project
@@ -129,6 +130,7 @@ def compare_stored(project: Project, base_rev: str, head_rev: str, *,
         pattern = re.compile(bench)
         series = [s for s in series if pattern.search(s.key.name)]
     on = _machine(series, base, head, machine)
+    rules = triage.read(project.root)  # a benchmark rule's direction
     # one series a (benchmark, parameters): a build may be recorded in several environments
     # (records of one build before and after the launcher, a second record)
     sides: dict[tuple, tuple[Series, list[Point], list[Point]]] = {}
@@ -153,7 +155,10 @@ def compare_stored(project: Project, base_rev: str, head_rev: str, *,
             continue
         rule = s.rule
         limit = counted.threshold_of(rule, threshold, count_threshold, device_threshold)
-        outcomes.append(_outcome(s.key.name, s.unit, rule, a, b, limit, alpha))
+        found = _outcome(s.key.name, s.unit, rule, a, b, limit, alpha)
+        said = rules.higher_is_better(s.key.name)
+        outcomes.append(dataclasses.replace(found, decision=counted.oriented(
+            found.decision, s.higher_is_better if said is None else said)))
         recorded_in[s.key.name] = (s.key, *(sorted(e) for e in envs[ident]))
     if not outcomes:
         raise SeriesError(f"no series was recorded at both {base[:12]} and {head[:12]} on "
