@@ -188,6 +188,7 @@ def _compare_stored(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace, workdir: Path) -> int:
     from torchpulse.culprit.compare import compare
     from torchpulse.culprit.report import render_comparison
+    from torchpulse.results import triage
 
     proj, runs = _runs(args, "compare", args.bench, workdir)
     base, head = runs.resolve(args.base), runs.resolve(args.head)
@@ -195,8 +196,6 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
     _prepare(runs, "compare")
     note("compare", f"{head[:12]} against {base[:12]}, interleaved, up to {args.max_runs} runs "
          "of each (asv builds each commit on its first run)")
-    from torchpulse.results import triage
-
     result = compare(runs, base, head, threshold=args.threshold, alpha=args.alpha,
                      max_rounds=args.max_runs, progress=lambda line: note("compare", line),
                      count_threshold=args.count_threshold,
