@@ -90,14 +90,15 @@ class Rule:
     """How the series a glob matches are judged."""
 
     match: str
+    # each None where the rule says nothing of it
     threshold: float | None = None
-    ignore: bool = False
-    direction: str | None = None  # LOWER or HIGHER is better; None: the rule says nothing
+    ignore: bool | None = None
+    direction: str | None = None  # LOWER or HIGHER is better
 
     def as_dict(self) -> dict:
         return {"match": self.match, **({"threshold": self.threshold}
                                         if self.threshold is not None else {}),
-                **({"ignore": True} if self.ignore else {}),
+                **({"ignore": self.ignore} if self.ignore is not None else {}),
                 **({"direction": self.direction} if self.direction else {})}
 
 
@@ -111,22 +112,21 @@ class Triage:
     def entries_for(self, name: str, machine: str) -> list[Entry]:
         return [e for e in self.entries if e.covers(name, machine)]
 
+    def _said(self, name: str, field: str) -> object:
+        """``field`` of the last rule matching ``name`` that sets it; None: none does."""
+        return next((getattr(r, field) for r in reversed(self.rules)
+                     if getattr(r, field) is not None and fnmatch.fnmatchcase(name, r.match)),
+                    None)
+
     def ignored(self, name: str) -> bool:
-        """Whether the last rule matching ``name`` that says anything of ignoring says so."""
-        found = [r.ignore for r in self.rules if fnmatch.fnmatchcase(name, r.match)]
-        return bool(found) and found[-1]
+        return bool(self._said(name, "ignore"))
 
     def threshold(self, name: str) -> float | None:
-        """The threshold of the last rule matching ``name`` that sets one."""
-        found = [r.threshold for r in self.rules if r.threshold is not None
-                 and fnmatch.fnmatchcase(name, r.match)]
-        return found[-1] if found else None
+        return self._said(name, "threshold")  # type: ignore[return-value]
 
     def higher_is_better(self, name: str) -> bool | None:
-        """What the last rule matching ``name`` that sets a direction says; None: none."""
-        found = [r.direction for r in self.rules if r.direction is not None
-                 and fnmatch.fnmatchcase(name, r.match)]
-        return found[-1] == HIGHER if found else None
+        said = self._said(name, "direction")
+        return None if said is None else said == HIGHER
 
     def __bool__(self) -> bool:
         return bool(self.entries or self.rules)
@@ -192,44 +192,42 @@ def entry(series: object, commit: object, state: object, note: object = "",
                  last)
 
 
-def _entries(data: dict, path: str) -> tuple[Entry, ...]:
-    found = data.get("triage", [])
+def _tables(data: dict, key: str, what: str, path: str, fields: set[str],
+            needed: dict[str, str]) -> Iterator[tuple[str, dict]]:
+    """(where, table) of each table of the array ``key``, its fields checked: none unknown,
+    every one of ``needed`` there (the value: what the message adds)."""
+    found = data.get(key, [])
     if not isinstance(found, list):
-        raise TriageError(f"{path}: triage must be an array of tables ([[triage]])")
-    out = []
+        raise TriageError(f"{path}: {key} must be an array of tables ([[{key}]])")
     for i, item in enumerate(found, 1):
-        where = f"{path}: triage entry {i}"
+        where = f"{path}: {what} {i}"
         if not isinstance(item, dict):
             raise TriageError(f"{where} is not a table")
-        unknown = set(item) - {"series", "commit", "state", "note", "machine", "fixed_by",
-                               "through"}
+        unknown = set(item) - fields
         if unknown:
             raise TriageError(f"{where}: unknown field {sorted(unknown)[0]!r}")
-        for needed in ("series", "commit", "state"):
-            if needed not in item:
-                raise TriageError(f"{where}: missing {needed}")
-        out.append(entry(item["series"], item["commit"], item["state"], item.get("note", ""),
-                         item.get("machine", "*"), item.get("fixed_by", ""), where,
-                         item.get("through", "")))
-    return tuple(out)
+        for name, hint in needed.items():
+            if name not in item:
+                raise TriageError(f"{where}: missing {name}{hint}")
+        yield where, item
+
+
+def _entries(data: dict, path: str) -> tuple[Entry, ...]:
+    fields = {"series", "commit", "state", "note", "machine", "fixed_by", "through"}
+    return tuple(entry(item["series"], item["commit"], item["state"], item.get("note", ""),
+                       item.get("machine", "*"), item.get("fixed_by", ""), where,
+                       item.get("through", ""))
+                 for where, item in _tables(data, "triage", "triage entry", path, fields,
+                                            {"series": "", "commit": "", "state": ""}))
 
 
 def _rules(data: dict, path: str) -> tuple[Rule, ...]:
-    found = data.get("benchmark", [])
-    if not isinstance(found, list):
-        raise TriageError(f"{path}: benchmark must be an array of tables ([[benchmark]])")
     out = []
-    for i, item in enumerate(found, 1):
-        where = f"{path}: benchmark rule {i}"
-        if not isinstance(item, dict):
-            raise TriageError(f"{where} is not a table")
-        unknown = set(item) - {"match", "threshold", "ignore", "direction"}
-        if unknown:
-            raise TriageError(f"{where}: unknown field {sorted(unknown)[0]!r}")
-        if "match" not in item:
-            raise TriageError(f"{where}: missing match (a glob over series names)")
-        ignore = item.get("ignore", False)
-        if not isinstance(ignore, bool):
+    for where, item in _tables(data, "benchmark", "benchmark rule", path,
+                               {"match", "threshold", "ignore", "direction"},
+                               {"match": " (a glob over series names)"}):
+        ignore = item.get("ignore")
+        if ignore is not None and not isinstance(ignore, bool):
             raise TriageError(f"{where}: ignore must be true or false")
         threshold = item.get("threshold")
         direction = item.get("direction")
