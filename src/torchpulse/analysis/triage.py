@@ -63,31 +63,19 @@ class Mark:
         return after / before - 1.0
 
 
-def landing(points: Sequence[Point], history: History, commit: str) -> int | None:
-    """The index of the first of ``points`` measured at or after ``commit`` when another
-    was measured before it; None when the commit is not on the history or lies outside the
-    points."""
-    where = history.position.get(commit)
-    if where is None:
-        return None
-    i = bisect.bisect_left([history.position[p.commit] for p in points], where)
-    return i if 0 < i < len(points) else None
-
-
-def landings(points: Sequence[Point], history: History, commit: str, through: str = ""
+def landings(positions: Sequence[int], history: History, commit: str, through: str = ""
              ) -> list[int]:
-    """Where an entry lands: the first of ``points`` at or after ``commit`` (as
-    ``landing``) and, with ``through``, every later one up to that commit."""
-    first = landing(points, history, commit)
-    if not through:
-        return [] if first is None else [first]
-    where, last = history.position.get(commit), history.position.get(through)
+    """Where an entry lands among points at ``positions`` (their places on ``history``,
+    oldest first): the first measured at or after ``commit`` when another was measured
+    before it and, with ``through``, every later one up to that commit; none when a commit
+    is not on the history or lies outside the points."""
+    where = history.position.get(commit)
+    last = history.position.get(through) if through else where
     if where is None or last is None:
         return []
-    positions = [history.position[p.commit] for p in points]
     start = bisect.bisect_left(positions, where)
-    stop = bisect.bisect_right(positions, last)
-    return list(range(max(start, 1), min(stop, len(points))))
+    stop = max(start + 1, bisect.bisect_right(positions, last))
+    return list(range(max(start, 1), min(stop, len(positions))))
 
 
 def _step(points: Sequence[Point], verdict: SeriesVerdict, i: int, exact: bool
@@ -100,9 +88,8 @@ def _step(points: Sequence[Point], verdict: SeriesVerdict, i: int, exact: bool
     if found is not None:
         return found.before, found.after, True
     linear = verdict.linear
-    levels = [p.level(linear) for p in points]
-    before = float(np.median(levels[max(0, i - STABLE_COMMITS):i]))
-    after = float(np.median(levels[i:i + STABLE_COMMITS]))
+    before = float(np.median([p.level(linear) for p in points[max(0, i - STABLE_COMMITS):i]]))
+    after = float(np.median([p.level(linear) for p in points[i:i + STABLE_COMMITS]]))
     # a drift's start, or a culprit of the active regression (a step too new to be a
     # change point yet: it has not held long enough)
     seen = any(d.start == i for d in verdict.drifts) or \
@@ -116,13 +103,15 @@ def marks(series: Series, used: Series, verdict: SeriesVerdict, history: History
     which ``verdict`` judged), one a point: where several speak of one change, the last in
     the file wins (a later decision, as with the benchmark rules)."""
     found: dict[int, Mark] = {}
-    for entry in reversed(triage.entries_for(series.key.name, series.key.machine)):
-        for i in landings(used.points, history, entry.commit, entry.through):
+    entries = triage.entries_for(series.key.name, series.key.machine)
+    positions = [history.position[p.commit] for p in used.points] if entries else []
+    for entry in reversed(entries):
+        first = landings(positions, history, entry.commit)
+        for i in landings(positions, history, entry.commit, entry.through):
             if i in found:
                 continue
             before, after, detected = _step(used.points, verdict, i, series.rule == EXACT)
-            if entry.through and not detected and i != landing(used.points, history,
-                                                               entry.commit):
+            if entry.through and not detected and [i] != first:
                 continue  # a range speaks of the changes in it, not of every commit
             found[i] = Mark(series.key, entry, i, used.points[i].commit, before, after,
                             series.unit, series.rule, detected, series.higher_is_better)
