@@ -72,13 +72,13 @@ def _runs(args: argparse.Namespace, command: str, bench: str, workdir: Path):
     return proj, AsvRuns(proj, bench, workdir, machine=args.machine)
 
 
-def _triage_notes(proj, base: str, head: str, command: str) -> None:  # noqa: ANN001
-    """Say what the repository's triage file says of changes between ``base`` (excluded)
-    and ``head``: the comparison itself measures, whatever the file says."""
+def _triage_notes(proj, found, base: str, head: str, command: str) -> None:  # noqa: ANN001
+    """Say what the repository's triage file (``found``, read) says of changes between
+    ``base`` (excluded) and ``head``: the comparison itself measures, whatever it says."""
     from torchpulse.reports.phrases import triage_text
     from torchpulse.results import triage
 
-    entries = triage.read(proj.root).entries
+    entries = found.entries
     if not entries:
         return
     position = proj.history().position
@@ -176,7 +176,8 @@ def _compare_stored(args: argparse.Namespace) -> int:
                             bench=bench, threshold=args.threshold, alpha=args.alpha,
                             count_threshold=args.count_threshold,
                             device_threshold=args.device_threshold)
-    _triage_notes(proj, proj.resolve(args.base), proj.resolve(args.head), "compare")
+    _triage_notes(proj, result.triage, result.comparison.base, result.comparison.head,
+                  "compare")
     write_output(render_stored(result, args.format), args.output)
     if args.output and args.format != "text":
         write_output(render_stored(result, "text"), None)
@@ -192,7 +193,8 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
 
     proj, runs = _runs(args, "compare", args.bench, workdir)
     base, head = runs.resolve(args.base), runs.resolve(args.head)
-    _triage_notes(proj, base, head, "compare")
+    said = triage.read(proj.root)
+    _triage_notes(proj, said, base, head, "compare")
     _prepare(runs, "compare")
     note("compare", f"{head[:12]} against {base[:12]}, interleaved, up to {args.max_runs} runs "
          "of each (asv builds each commit on its first run)")
@@ -201,7 +203,7 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
                      count_threshold=args.count_threshold,
                      device_threshold=args.device_threshold,
                      budget=args.minutes * 60 if args.minutes else None,
-                     higher_is_better=triage.read(proj.root).higher_is_better)
+                     higher_is_better=said.higher_is_better)
     write_output(render_comparison(result, args.format), args.output)
     if args.output and args.format != "text":
         write_output(render_comparison(result, "text"), None)
@@ -220,11 +222,11 @@ def _bisect(args: argparse.Namespace, workdir: Path) -> int:
     from torchpulse.culprit.bisect import bisect
     from torchpulse.culprit.report import bisection_text
     from torchpulse.culprit.runs import selection
-    from torchpulse.results import gitrepo
+    from torchpulse.results import gitrepo, triage
 
     proj, runs = _runs(args, "bisect", selection([args.bench]), workdir)
     good, bad = runs.resolve(args.good), runs.resolve(args.bad)
-    _triage_notes(proj, good, bad, "bisect")
+    _triage_notes(proj, triage.read(proj.root), good, bad, "bisect")
     repo = proj.local_repo()
     candidates = gitrepo.first_parent_range(repo, good, bad)
     _prepare(runs, "bisect")

@@ -26,24 +26,24 @@ VERBS = {"accept": "accepted", "invalid": "invalid", "infrastructure": "infrastr
          "investigating": "investigating", "fixed": "fixed"}
 
 
-def _series_names(proj) -> set[tuple[str, str]]:  # noqa: ANN001 (a results.project.Project)
-    """(name, machine) of every series stored for the branch's history."""
+def _series_names(proj, history) -> set[tuple[str, str]]:  # noqa: ANN001 (Project, History)
+    """(name, machine) of every series stored for the branch's ``history``."""
     from torchpulse.analysis.series import load_series
     from torchpulse.results import index as results_index
 
     where = results_index.location(proj.root, proj.results_dir)
-    series, _ = load_series(proj.results_dir, proj.history(), None, index=where)
+    series, _ = load_series(proj.results_dir, history, None, index=where)
     return {(s.key.name, s.key.machine) for s in series}
 
 
-def _commit(proj, rev: str, option: str) -> str:  # noqa: ANN001
+def _commit(proj, history, rev: str, option: str) -> str:  # noqa: ANN001
     from torchpulse.results.gitrepo import GitError
 
     try:
         sha = proj.resolve(rev)
     except GitError as exc:
         raise UsageError(f"{option}: {exc}") from None
-    if sha not in proj.history().position:
+    if sha not in history.position:
         raise UsageError(f"{option}: commit {sha[:12]} is not on the first-parent history of "
                          f"{proj.default_branch}: no series has a point there")
     return sha
@@ -53,16 +53,18 @@ def cmd_mark(args: argparse.Namespace) -> int:
     from torchpulse.results import triage
 
     proj = project(args)
+    history = proj.history()  # the branch's whole first-parent history: read once
     state = VERBS[args.action]
-    sha = _commit(proj, args.commit, "COMMIT")
-    fixed_by = _commit(proj, args.fixed_by, "--fixed-by") if args.fixed_by else ""
-    through = _commit(proj, args.through, "--through") if args.through else ""
-    if through and proj.history().position[through] <= proj.history().position[sha]:
+    sha = _commit(proj, history, args.commit, "COMMIT")
+    fixed_by = _commit(proj, history, args.fixed_by, "--fixed-by") if args.fixed_by else ""
+    through = _commit(proj, history, args.through, "--through") if args.through else ""
+    if through and history.position[through] <= history.position[sha]:
         raise UsageError(f"--through: {through[:12]} is not after {sha[:12]} on the "
                          "first-parent history")
     new = triage.entry(args.series, sha, state, args.note, args.machine, fixed_by,
                        "torchpulse triage", through)
-    covered = sum(new.covers(name, machine) for name, machine in _series_names(proj))
+    covered = sum(new.covers(name, machine)
+                  for name, machine in _series_names(proj, history))
     if not covered:
         raise UsageError(f"{args.series!r} (machine {args.machine!r}) matches no stored "
                          "series: give a series as `torchpulse alert` names it, or a glob "

@@ -61,6 +61,8 @@ class StoredComparison:
     functions: dict[str, tuple] = field(default_factory=dict)
     # series recorded at only one of the two commits (not compared)
     one_sided: int = 0
+    # the repository's triage file as read for the comparison (its directions)
+    triage: triage.Triage = triage.NONE
 
 
 def welch(a: Sequence[float], b: Sequence[float], alpha: float) -> Interval | None:
@@ -172,7 +174,7 @@ def compare_stored(project: Project, base_rev: str, head_rev: str, *,
     return StoredComparison(comparison, on,
                             (_first(builds.read(project.root, base, e) for e in every_a),
                              _first(builds.read(project.root, head, e) for e in every_b)),
-                            _functions(project, comparison, recorded_in), one_sided)
+                            _functions(project, comparison, recorded_in), one_sided, rules)
 
 
 def _first(found):
