@@ -194,11 +194,13 @@ def test_a_tree_with_an_infinite_value_is_refused(project, tmp_path, capsys):
     assert not into.exists() or not any(into.iterdir())
 
 
-@pytest.mark.parametrize("where", ["import", "merge source", "merge into", "fifo in a source"])
+@pytest.mark.parametrize("where", ["import", "alert", "merge source", "merge into",
+                                   "fifo in a source", "/dev/zero in a source"])
 def test_no_link_out_of_a_tree_is_followed_and_no_fifo_waited_on(project, tmp_path, capsys,
                                                                   where):
     """A machine folder linked out of the results tree was written through by import and
-    merge --into and read from a merge source; a FIFO in a source hung merge for ever."""
+    merge --into and read from alert and a merge source; a FIFO in a source hung merge for
+    ever, a results file linked to /dev/zero grew merge's memory until it was killed."""
     import os
 
     a, into, elsewhere = tmp_path / "a", tmp_path / "into", tmp_path / "elsewhere"
@@ -206,23 +208,27 @@ def test_no_link_out_of_a_tree_is_followed_and_no_fifo_waited_on(project, tmp_pa
     _import(project, into, "gpu1", "oss", DATA / "oss.json")
     elsewhere.mkdir()
     (elsewhere / "keep.txt").write_text("mine")
-    tree = {"import": into, "merge source": a, "merge into": into}.get(where, a)
+    tree = {"import": into, "alert": into, "merge source": a, "merge into": into}.get(where, a)
     before = _snapshot(tree)
     if where == "fifo in a source":
         os.mkfifo(a / "gpu1" / "0123abcd-external.json")
+    elif where == "/dev/zero in a source":
+        (a / "gpu1" / "0123abcd-external.json").symlink_to("/dev/zero")
     else:
         (tree / "evil").symlink_to(elsewhere)
     if where == "import":
         code = main(["import", "oss", str(DATA / "oss.json"), "--config", str(project.conf),
                      "--commit", project.main[-1], "--machine", "evil", "--unit", "ms",
                      "--results-dir", str(into)])
+    elif where == "alert":
+        code = main(["alert", "--config", str(project.conf), "--results-dir", str(into)])
     else:
         code = main(["merge", str(a), "--into", str(into)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
     assert "a link out of the results tree" in err or "not a regular file" in err
     assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
-    if where != "fifo in a source":
+    if not where.endswith("in a source"):
         assert _snapshot(tree) == before
 
 
