@@ -7,10 +7,10 @@ import pytest
 from clirun import exit_code
 
 from torchpulse.analysis import sequential
-from torchpulse.culprit.stored import compare_stored, welch
+from torchpulse.culprit.stored import compare_stored, record_levels, welch
 from torchpulse.evaluation import project as synthetic_project
 from torchpulse.instructions import profiles
-from torchpulse.results import builds
+from torchpulse.results import builds, records
 from torchpulse.results.project import Project
 
 COUNTS = "bench_instructions.Instructions.track_instructions"
@@ -62,7 +62,12 @@ def _second_record(root, shas, declared):
 
 @pytest.fixture
 def recorded(tmp_path):
-    """Two commits, each standing for a recorded torch build, with what `record` stores."""
+    """Two commits, each standing for a recorded torch build, with what `record` stores;
+    each build recorded a second time in another environment."""
+    return _recorded(tmp_path, second_environment=True)
+
+
+def _recorded(tmp_path, second_environment):
     root = tmp_path / "proj"
     root.mkdir()
     shas = synthetic_project.git_repo(root, 2)
@@ -76,7 +81,8 @@ def recorded(tmp_path):
         ONE_RECORD: synthetic_project.declare(["'x'"], "time", "seconds"),
     }
     synthetic_project.write(root, shas, declared, _rows, [])
-    _second_record(root, shas, declared)
+    if second_environment:
+        _second_record(root, shas, declared)
     builds.write(root, shas[0], ENV, builds.Build("2.13.0+cpu", "c" * 40))
     builds.write(root, shas[1], ENV, builds.Build("2.14.1+cu130", "d" * 40, "13.0"))
     where = profiles.folder(root)
@@ -188,3 +194,33 @@ def test_a_benchmark_rule_saying_higher_is_better_turns_the_verdict(recorded):
     assert timed.decision == sequential.FASTER  # its value rose: better, as a throughput
     assert timed.interval.ratio_low > 1.05  # shown as measured
     assert by[f"{PEAK}('resnet18')"].decision == sequential.SLOWER  # no rule: as before
+
+
+def test_the_records_record_keeps_decide_a_timed_series(tmp_path):
+    """asv keeps one results file a commit and environment: a second record of a build
+    replaced the first, and a timed series stayed undecided for ever. The levels `record`
+    keeps of every record decide it; a series kept once a side stays undecided."""
+    root, (base, head) = _recorded(tmp_path, second_environment=False)
+    project = Project.load(root / "asv.conf.json")
+    first = {sha: record_levels(project, sha, ENV) for sha in (base, head)}
+    assert all(machine == synthetic_project.MACHINE for machine, _ in first.values())
+    # the levels of all but the counts (they repeat: one value decides)
+    assert set(first[base][1]) == {f"{TIME}('cpu')", f"{CANARY}('x')", f"{ONE_RECORD}('x')",
+                                   f"{PEAK}('resnet18')"}
+    assert first[base][1][f"{TIME}('cpu')"] == pytest.approx(0.010, rel=1e-3)
+    before = compare_stored(project, base, head).comparison.outcomes
+    assert {o.key: o.decision for o in before}[f"{TIME}('cpu')"] == sequential.UNDECIDED
+    for sha in (base, head):
+        machine, levels = first[sha]
+        assert records.append(root, machine, sha, ENV, levels) == 1
+        again = {k: v * 1.004 for k, v in levels.items() if not k.startswith(ONE_RECORD)}
+        assert records.append(root, machine, sha, ENV, again) == 2
+    by = {o.key: o for o in compare_stored(project, base, head).comparison.outcomes}
+    timed = by[f"{TIME}('cpu')"]
+    assert timed.decision == sequential.SLOWER and timed.rounds == 2
+    assert 1.05 < timed.interval.ratio_low < 1.15 < timed.interval.ratio_high
+    assert timed.base == pytest.approx(0.010 * 1.002, rel=1e-3)  # the records' median
+    assert by[f"{CANARY}('x')"].decision == sequential.EQUIVALENT
+    once = by[f"{ONE_RECORD}('x')"]
+    assert once.decision == sequential.UNDECIDED and "record each build again" in once.why
+    assert by[f"{COUNTS}('rnns/py/forward')"].decision == sequential.FASTER  # as before

@@ -14,7 +14,7 @@ import pytest
 from asvproject import _git, package_repo
 
 from torchpulse.analysis.series import load_series
-from torchpulse.results import builds, record
+from torchpulse.results import builds, record, records
 from torchpulse.results.project import Project
 
 WORK = {  # the package at each commit: the second does 4x the work and says it is build 2
@@ -169,6 +169,26 @@ def test_two_installed_builds_are_filed_at_their_commits_and_published(tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     index = json.loads((tmp_path / "proj" / "html" / "index.json").read_text())
     assert {shas["A"], shas["B"]} <= set(index["revision_to_hash"].values())
+
+    # each build recorded again: asv keeps the newest record only; record keeps both
+    # records' levels, and compare --stored judges the timed series from two a side
+    for name, python in (("A", sys.executable), ("B", str(other / "bin" / "python"))):
+        proc = _record(conf, tmp_path, tmp_path / f"site-{name}", python=python)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert f"2 records of commit {shas[name][:12]} kept" in proc.stderr
+        kept = records.read(tmp_path / "proj", "e2e", shas[name], env)
+        assert len(kept) == 2 and all(r["bench_work.Work.time_work"] > 0 for r in kept)
+    proc = subprocess.run([sys.executable, "-m", "torchpulse.cli", "compare", shas["A"],
+                           shas["B"], "--stored", "--config", str(conf), "--format", "json"],
+                          env={**os.environ, "HOME": str(tmp_path)}, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stderr
+    (work,) = [b for b in json.loads(proc.stdout)["benchmarks"]
+               if b["benchmark"] == "bench_work.Work.time_work"]
+    # B does 4x A's work; how sure two records a side make it depends on this machine's
+    # noise between records, so the test holds only what cannot depend on it
+    assert work["runs"] == 2 and work["why"] is None
+    assert work["decision"] in ("slower", "undecided") and work["ratio"] > 1
 
     # refused with one line, nothing written: a commit off the branch, an unknown one, and
     # a build that does not say where it comes from (installed from a directory)

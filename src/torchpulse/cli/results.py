@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchpulse.cli.args import (
     EXIT_OK,
@@ -22,6 +23,9 @@ from torchpulse.cli.args import (
 )
 from torchpulse.results.external import DEFAULT_SOURCE, measured_on
 from torchpulse.results.importers import FORMAT_NAMES
+
+if TYPE_CHECKING:
+    from torchpulse.results.project import Project
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -84,21 +88,44 @@ def cmd_record(args: argparse.Namespace) -> int:
     from torchpulse.results import builds
     from torchpulse.results.store import locked
 
+    env_name = record.environment_name(proj)
+    kept = 0
     with record.recording(proj) as interpreter, locked(proj.results_dir):
         rc = record.run(record.asv_commands(proj, sha, bench, args.machine, quick=args.quick,
                                             interpreter=interpreter), cwd=proj.root, sha=sha,
                         project=proj)
+        if rc == 0 and not args.quick:  # a --quick record's one sample is no level
+            kept = _keep_record(proj, sha, env_name, args.machine)
     if rc != 0:
         note("record", f"asv exited with {rc}")
         return rc
+    if kept > 1:
+        note("record", f"{kept} records of commit {sha[:12]} kept: `torchpulse compare "
+             "--stored` decides its timed series from them")
     build = record.torch_build()
     if build is not None:
-        builds.write(proj.root, sha, record.environment_name(proj), build)
+        builds.write(proj.root, sha, env_name, build)
     print(f"recorded commit {sha[:12]}"
           f"{f' (torch {build.version}, {build.kind})' if build else ''} as environment "
-          f"{record.environment_name(proj)}: publish with `torchpulse publish --config "
+          f"{env_name}: publish with `torchpulse publish --config "
           f"{args.config}`, then `torchpulse alert --config {args.config}`")
     return EXIT_OK
+
+
+def _keep_record(proj: Project, sha: str, env: str, machine: str | None) -> int:
+    """Keep the levels of the record just made beside the earlier records of ``sha``
+    (asv keeps the newest only); how many records of it are kept now. Derived data: a
+    tree it cannot read is said, and the record stands."""
+    from torchpulse.culprit.stored import record_levels
+    from torchpulse.errors import TorchpulseError
+    from torchpulse.results import records
+
+    try:
+        found = record_levels(proj, sha, env, machine)
+    except TorchpulseError as exc:
+        note("record", f"this record's levels were not kept for compare --stored: {exc}")
+        return 0
+    return records.append(proj.root, found[0], sha, env, found[1]) if found else 0
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -217,7 +244,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "build comes from: torch.version.git_version for torch, the commit pip recorded for "
         "a package installed from git, or --commit. The commit must be in the config's "
         "repository (a local clone) on the first-parent history of one of its branches; "
-        "otherwise one line and exit 2. This is how a PyTorch nightly is tracked.",
+        "otherwise one line and exit 2. This is how a PyTorch nightly is tracked. Recorded "
+        "again, a commit's results are replaced, and the levels of every full record are "
+        "kept beside them: `compare --stored` decides timed series from two records a side.",
     )
     p.add_argument("--package", default="torch", metavar="NAME", type=distribution_name,
                    help="the installed package whose commit files the results (default: torch)")

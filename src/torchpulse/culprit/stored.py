@@ -7,10 +7,11 @@ Per series recorded at both commits (on one machine; any environment):
 
 * a count or an exact counter (instructions, kernels, graph breaks) repeats from run to run,
   so its one value a side decides, as ``compare`` decides it after one run (culprit.counted);
-* anything timed is decided from two or more records a side (from separate environments
-  of the machine: ``record`` files a build's records under one, and a new record of a
-  commit replaces the last), by their levels (each record's own processes: the machine's
-  process-to-process noise is in the interval). One record a side leaves it undecided,
+* anything timed is decided from two or more records a side, by their levels (each
+  record's own processes, at its own time: the machine's noise between records is in the
+  interval): the levels ``record`` keeps of every full record of a commit
+  (``results.records``; asv keeps the newest only), or one a side per environment of the
+  machine that recorded it. One record a side leaves it undecided,
   for ``compare --python`` to decide: its samples come from one asv job, and on the 2.13.0
   against 2.14.1 records an interval of them called seven LSTM timings 10-35 % slower and
   the machine canary itself 10 % faster, while interleaved runs decided none of them. The
@@ -45,7 +46,7 @@ from torchpulse.culprit import counted
 from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
 from torchpulse.instructions import profiles
 from torchpulse.kinds import COUNT
-from torchpulse.results import builds, triage
+from torchpulse.results import builds, records, triage
 from torchpulse.results import index as results_index
 from torchpulse.results.gitrepo import GitError, History
 from torchpulse.results.project import Project
@@ -82,22 +83,34 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float) -> Interval | No
     return Interval(min(na, nb), mean, mean - half, mean + half, 1 - alpha)
 
 
-def _outcome(name: str, unit: str, rule: str, a: list[Point], b: list[Point], limit: float,
+@dataclass
+class _Side:
+    """What one commit holds of a series: its stored points (one an environment) and the
+    log level of every record of it (those ``record`` kept, else each point's own)."""
+
+    points: list[Point] = field(default_factory=list)
+    levels: list[float] = field(default_factory=list)
+
+
+def _outcome(name: str, unit: str, rule: str, a: _Side, b: _Side, limit: float,
              alpha: float) -> Outcome:
-    base = statistics.median(p.value for p in a)
-    head = statistics.median(p.value for p in b)
-    runs = min(len(a), len(b))
+    base = statistics.median(p.value for p in a.points)
+    head = statistics.median(p.value for p in b.points)
     if not (base > 0 and head > 0):
-        return Outcome(name, NOT_COMPARED, None, runs, base, head,
-                       f"value {base if not base > 0 else head!r}", unit)
+        return Outcome(name, NOT_COMPARED, None, min(len(a.points), len(b.points)), base,
+                       head, f"value {base if not base > 0 else head!r}", unit)
     if counted.repeats(rule):
         diff = math.log(head) - math.log(base)
         return Outcome(name, counted.decide(diff, rule, limit), counted.interval(diff, rule),
-                       runs, base, head, unit=unit)
-    iv = welch([p.level() for p in a], [p.level() for p in b], alpha)
+                       min(len(a.points), len(b.points)), base, head, unit=unit)
+    runs = min(len(a.levels), len(b.levels))
+    iv = welch(a.levels, b.levels, alpha)
     if iv is None:
         return Outcome(name, UNDECIDED, None, runs, base, head,
-                       "one record a side (compare --python decides it)", unit)
+                       "one record a side (record each build again, or compare --python "
+                       "decides it)", unit)
+    # the records' levels, as the interval sees them (asv's value is the newest record's)
+    base, head = (math.exp(statistics.median(x.levels)) for x in (a, b))
     return Outcome(name, sequential.change(iv, limit) or UNDECIDED, iv, runs, base, head,
                    unit=unit)
 
@@ -133,26 +146,33 @@ def compare_stored(project: Project, base_rev: str, head_rev: str, *,
         series = [s for s in series if pattern.search(s.key.name)]
     on = _machine(series, base, head, machine)
     rules = triage.read(project.root)  # a benchmark rule's direction
+    kept: dict[tuple[str, str], list[dict[str, float]]] = {}  # (commit, env): its records
+
+    def levels(commit: str, env: str, name: str, mine: list[Point]) -> list[float]:
+        if (commit, env) not in kept:
+            kept[(commit, env)] = records.read(project.root, on, commit, env)
+        found = [math.log(r[name]) for r in kept[(commit, env)] if name in r]
+        return found or [p.level() for p in mine]
+
     # one series a (benchmark, parameters): a build may be recorded in several environments
-    # (records of one build before and after the launcher, a second record)
-    sides: dict[tuple, tuple[Series, list[Point], list[Point]]] = {}
+    # (records of one build before and after the launcher)
+    sides: dict[tuple, tuple[Series, _Side, _Side]] = {}
     envs: dict[tuple, tuple[set[str], set[str]]] = {}  # where each side was recorded
     for s in series:
         if s.key.machine != on:
             continue
         ident = (s.key.benchmark, s.key.params)
-        first, a, b = sides.get(ident, (s, [], []))
-        mine_a = [p for p in s.points if p.commit == base]
-        mine_b = [p for p in s.points if p.commit == head]
-        sides[ident] = (first, a + mine_a, b + mine_b)
-        where_a, where_b = envs.setdefault(ident, (set(), set()))
-        if mine_a:
-            where_a.add(s.key.env)
-        if mine_b:
-            where_b.add(s.key.env)
+        first, a, b = sides.setdefault(ident, (s, _Side(), _Side()))
+        where = envs.setdefault(ident, (set(), set()))
+        for commit, side, found_in in ((base, a, where[0]), (head, b, where[1])):
+            mine = [p for p in s.points if p.commit == commit]
+            if mine:
+                side.points.extend(mine)
+                side.levels.extend(levels(commit, s.key.env, s.key.name, mine))
+                found_in.add(s.key.env)
     outcomes, one_sided, recorded_in = [], 0, {}
     for ident, (s, a, b) in sides.items():
-        if not a or not b:
+        if not a.points or not b.points:
             one_sided += 1
             continue
         rule = s.rule
@@ -220,3 +240,28 @@ def canary_ratio(c: Comparison) -> float | None:
             return o.head / o.base
     return None
 
+
+
+def record_levels(project: Project, commit: str, env: str,
+                  machine: str | None = None) -> tuple[str, dict[str, float]] | None:
+    """The machine a record of ``commit`` in ``env`` was just filed on (``machine``, or the
+    one whose results file of it is newest: asv's default machine) and the level of each of
+    its timed series there, what ``results.records`` keeps of a record; None when no
+    results file holds that commit and environment."""
+    from torchpulse.results import asv_results
+
+    results_dir = project.results_dir
+    if machine is None:
+        found = []
+        for folder in results_dir.iterdir() if results_dir.is_dir() else ():
+            candidate = results_dir / asv_results.filename(folder.name, commit, env)
+            if folder.is_dir() and not folder.is_symlink() and candidate.is_file():
+                found.append((candidate.stat().st_mtime, folder.name))
+        if not found:
+            return None
+        machine = max(found)[1]
+    series, _ = load_series(results_dir, History([commit]), machine)
+    levels = {s.key.name: math.exp(p.level()) for s in series
+              if s.key.env == env and not counted.repeats(s.rule)
+              for p in s.points if p.commit == commit}
+    return (machine, levels) if levels else None
