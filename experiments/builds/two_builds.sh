@@ -4,6 +4,9 @@
 # from their stored results (compare --stored). Every step's wall time goes to $W/times.
 #   bash experiments/builds/two_builds.sh A/bin/python B/bin/python WORKDIR
 # Each environment needs torchpulse installed beside its torch (pip install --no-deps -e .).
+# RECORDS=2 records each build twice (old, new, old, new: --stored then decides the timed
+# series too); COMPARE=0 leaves out compare --python (15 minutes on 2 cores);
+# BENCH=RE the suites recorded.
 set -euo pipefail
 A=$1 B=$2 W=$3
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,8 +20,10 @@ timed() {  # timed NAME COMMAND...: its stdout in $W/NAME.txt, stderr stamped in
   echo "$name: $(( $(date +%s) - start )) s, exit $rc" | tee -a "$W/times"
 }
 : > "$W/times"
-timed compare "$TP" compare --python "$A" --python "$B" --format json \
-  --output "$W/compare.json"
+if [ "${COMPARE:-1}" != 0 ]; then
+  timed compare "$TP" compare --python "$A" --python "$B" --format json \
+    --output "$W/compare.json"
+fi
 
 # the stand-in repository: one commit a build
 R=$W/repo; rm -rf "$R" "$W/dash"; mkdir -p "$R" "$W/dash"
@@ -34,12 +39,14 @@ cat > "$W/dash/asv.conf.json" <<CONF
  "benchmark_dir": "$HERE/benchmarks", "launch_method": "forkserver",
  "results_dir": "results", "html_dir": "html"}
 CONF
-BENCH='^(_canary|bench_instructions|bench_rnns)\.'
+BENCH=${BENCH:-'^(_canary|bench_instructions|bench_rnns)\.'}
 cd "$W/dash"
-timed record-old "$(dirname "$A")/torchpulse" record --commit "$OLD" --bench "$BENCH" \
-  --machine builds
-timed record-new "$(dirname "$B")/torchpulse" record --commit "$NEW" --bench "$BENCH" \
-  --machine builds
+for i in $(seq "${RECORDS:-1}"); do
+  timed "record-old-$i" "$(dirname "$A")/torchpulse" record --commit "$OLD" --bench "$BENCH" \
+    --machine builds
+  timed "record-new-$i" "$(dirname "$B")/torchpulse" record --commit "$NEW" --bench "$BENCH" \
+    --machine builds
+done
 timed stored "$TP" compare "$OLD" "$NEW" --stored
 "$TP" compare "$OLD" "$NEW" --stored --format json --output "$W/stored.json" >/dev/null || true
 cat "$W/times"

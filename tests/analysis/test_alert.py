@@ -299,3 +299,27 @@ def test_three_builds_a_side_alert_on_a_small_deterministic_step(tmp_path, capsy
             (0 if extra else 1)
         (found,) = json.loads(capsys.readouterr().out)["alerts"]
         assert found["commit"] == shas[3] and found["ratio"] == pytest.approx(1.0074)
+
+
+def test_history_says_which_changes_are_below_the_threshold(tmp_path, capsys):
+    """A deterministic +0.74 % step in a count, three builds a side: the alert calls the
+    series ok at the 1 % count threshold, and --history listed it as a plain REGRESSION.
+    It now says the change is below the threshold; at 0.5 % both call it a regression."""
+    shas = evaluation_project.git_repo(tmp_path, 6)
+    counts = "bench_instructions.Instructions.track_instructions"
+    declared = {counts: evaluation_project.declare(["'rnns/py/forward'"], "track",
+                                                   "instructions")}
+    evaluation_project.write(tmp_path, shas, declared, lambda c: [
+        (counts, [1_000_000.0 if c < 3 else 1_007_400.0], [None])], [])
+    out = tmp_path / "history.json"
+    for threshold, below in (("0.01", True), ("0.005", False)):
+        assert alert(tmp_path, "--count-threshold", threshold) == (0 if below else 1)
+        capsys.readouterr()
+        assert alert(tmp_path, "--history", "--count-threshold", threshold, "--format", "json",
+                     "--output", str(out)) == 0
+        (change,) = json.loads(out.read_text())["alerts"]
+        assert change["direction"] == "regression" and change["commit"] == shas[3]
+        assert change["below_threshold"] is below
+        assert alert(tmp_path, "--history", "--count-threshold", threshold) == 0
+        said = "below its 1% threshold: the alert does not report it"
+        assert (said in capsys.readouterr().out) is below

@@ -180,10 +180,12 @@ def evaluate(series: list[Series], history: History, *, settings: Settings = DEF
         checked.append(Checked(s, verdict, _status(verdict, len(u.points), alert, needed(u)),
                                alert))
         if history_mode:  # every change as measured, with what the triage file says of it
+            # and whether it reaches the threshold the alert holds it to
+            limit = settings.with_threshold(triage.threshold(s.key.name)).threshold_for(s.rule)
             changes = [_change_alert(plain, cp) for cp in first.change_points]
             changes += [_drift_alert(plain, d) for d in first.drifts]
-            alerts += [covered(a) for a in map(functools.partial(_behind, s), changes)
-                       if recent(a)]
+            alerts += [covered(dataclasses.replace(a, threshold=limit))
+                       for a in map(functools.partial(_behind, s), changes) if recent(a)]
         elif alert is not None:
             alerts.append(alert)
     alerts.sort(key=lambda a: (history.position[a.commit], -a.worse, a.key))

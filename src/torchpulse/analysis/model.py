@@ -63,6 +63,9 @@ class Alert:
     # investigating or fixed on an active regression; any state in --history
     triage: Entry | None = None
     higher_is_better: bool = False  # a drop is the regression (its series')
+    # on a change --history lists: its series' threshold (a fraction; None: an exact
+    # counter, or not a --history change), what the alert needs before it reports one
+    threshold: float | None = None
 
     @property
     def last(self) -> str:
@@ -83,6 +86,14 @@ class Alert:
     @property
     def direction(self) -> str:
         return "regression" if self.worse > 1 else "improvement"
+
+    @property
+    def below_threshold(self) -> bool:
+        """A change --history found that is smaller than its series' threshold: real (the
+        detector's test says so) but one the alert does not report."""
+        worse = self.worse
+        return self.threshold is not None and 0 < worse < math.inf and \
+            abs(math.log(worse)) < math.log1p(self.threshold)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ from torchpulse.text import workflow_data as _escape
 def to_github(report: Report) -> str:
     lines = []
     for a in report.alerts:
-        level = "error" if a.direction == "regression" else "notice"
-        lines.append(f"::{level} title={_escape(a.direction.capitalize())} "
+        level = "error" if a.direction == "regression" and not a.below_threshold \
+            else "notice"
+        title = a.direction.capitalize() + (" below threshold" if a.below_threshold else "")
+        lines.append(f"::{level} title={_escape(title)} "
                      f"{_escape(change(a))}::{_escape(a.key.name)} on "
                      f"{_escape(a.key.machine)}/"
                      f"{_escape(a.key.env)}: {_escape(levels_text(a.before, a.after, a.unit))} "

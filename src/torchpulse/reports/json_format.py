@@ -23,6 +23,7 @@ def to_json(report: Report) -> str:
         "culprits": list(a.culprits), "before": a.before, "after": a.after,
         "ratio": _finite(a.ratio), "unit": a.unit, "pvalue": a.pvalue,
         "direction": a.direction, "higher_is_better": a.higher_is_better, "noisy": a.noisy,
+        "below_threshold": a.below_threshold,
         "unmeasured_commits": unmeasured(report, a),
         "disturbed_before": list(a.disturbed_before), "confirmed": a.confirmed,
         "bisect": bisect_command(report, a),

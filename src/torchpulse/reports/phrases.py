@@ -154,8 +154,15 @@ def p_text(alert: Alert) -> str:
 def qualifiers(alert: Alert) -> str:
     """What the change cell adds to a change: ' (noisy series, measured twice)'."""
     said = [text for flag, text in ((alert.noisy, "noisy series"),
-                                    (alert.confirmed, "measured twice")) if flag]
+                                    (alert.confirmed, "measured twice"),
+                                    (alert.below_threshold, below_text(alert))) if flag]
     return f" ({', '.join(said)})" if said else ""
+
+
+def below_text(alert: Alert) -> str:
+    """What --history says of a change smaller than its series' threshold."""
+    return (f"below its {(alert.threshold or 0) * 100:g}% threshold: the alert does not "
+            "report it")
 
 
 def unmeasured(report: Report, alert: Alert) -> int:

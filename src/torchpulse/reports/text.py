@@ -6,6 +6,7 @@ from __future__ import annotations
 from torchpulse.analysis.model import Report
 from torchpulse.reports.phrases import (
     after_text,
+    below_text,
     bisect_command,
     builds_text,
     canary_lines,
@@ -41,6 +42,8 @@ def to_text(report: Report) -> str:
         lines.append(f"              at {a.commit[:8]} ({after_text(a, lambda c: c[:8])}): "
                      f"{levels_text(a.before, a.after, a.unit)}, p={p_text(a)}"
                      f"{culprits}")
+        if a.below_threshold:
+            lines.append(f"              {below_text(a)}")
         if a.triage:
             lines.append(f"              triage: {triage_text(a.triage)}"
                          + (" (the level is not back)" if a.triage.state == FIXED
