@@ -61,8 +61,9 @@ CHANGED = """        hy, cy = lstm_cell(inputs[seq_idx], (hy, cy), wih, whh, bih
 # an elementwise op on the regression's mean (forward and backward), a shape check and one
 # forward-only op: about +1.25 % of the vjp's 5.8 M instructions, a quarter of a percent
 # clear of the default count threshold on either side of the test's bounds, so that a
-# layout shift from an unrelated change (0.06 % on this ratio, docs/instructions.md) cannot
-# carry it across (a multiplication alone: +0.98 %; with the shape check: +1.05 %)
+# layout shift from an unrelated change (0.06 % on this ratio,
+# experiments/diary/instructions.md) cannot carry it across (a multiplication alone:
+# +0.98 %; with the shape check: +1.05 %)
 AUTOGRAD_ORIGINAL = "        mu = x.mm(beta_v)\n"
 AUTOGRAD_CHANGED = """        mu = x.mm(beta_v) * 1.0
         if mu.shape != (x.shape[0], 1):
@@ -322,8 +323,9 @@ def test_bisect_finds_the_commit_from_one_run_a_commit(history, workload):
 
 
 # the most two processes may differ by: the issue's 0.1 %. Since the counted thread starts
-# only once the main thread is parked, the two agree to the instruction (docs/instructions.md,
-# "Determinism"); before, CI read 0.18 % here, and the old way of counting moved 0.5-1.4 %
+# only once the main thread is parked, the two agree to the instruction
+# (experiments/diary/instructions.md, "Determinism"); before, CI read 0.18 % here, and the
+# old way of counting moved 0.5-1.4 %
 SPREAD = 0.001
 # bytes of one workload's stored profile (top 200 functions, gzip): docs/instructions.md
 PROFILE_BUDGET = 8_000

@@ -168,5 +168,5 @@ def test_its_calls_cost_the_same_wherever_the_blocks_lie(library, tmp_path):
     glibcs = {_counted(program, ballast, None) for ballast in BALLASTS}
     assert len(ours) == 1
     # glibc's aligned allocations cut and free pieces whose cost depends on their neighbours
-    # (docs/instructions.md): the same calls took several counts, so the check can fail
+    # (experiments/diary/instructions.md): the same calls took several counts, so the check can fail
     assert len(glibcs) > 1

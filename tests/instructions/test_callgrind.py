@@ -90,8 +90,8 @@ def test_reading_the_total_allocates_alike_whatever_comes_before_it(tmp_path):
     """The counted process reads its sizing dump between workloads: callgrind writes a
     dump's functions in an order that follows valgrind's own memory (the pid's digits moved
     it), and the lines a parse of that order made laid the heap out otherwise for the next
-    workload of the child (docs/instructions.md, "Determinism"). What read_total allocates
-    depends on the total alone."""
+    workload of the child (experiments/diary/instructions.md, "Determinism"). What read_total
+    allocates depends on the total alone."""
     import tracemalloc
 
     peaks = []

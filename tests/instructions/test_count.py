@@ -94,7 +94,7 @@ def test_the_counted_process_sees_nothing_of_its_callers_surroundings(tmp_path, 
                           helper=cache / "callgrind-helper-4567.so") as stage:
         root, environ = stage.root, dict(stage.environ)
         # the counted process's working directory, which its import system lists: one name
-        # more there (the stage's lock) moved a count by 2 % (docs/instructions.md)
+        # more there (the stage's lock) moved a count by 2 % (experiments/diary/instructions.md)
         assert os.listdir(root) == [normalised.LINKS]
         links = environ["PYTHONPATH"].split(os.pathsep)
         assert str(root).startswith(("/tmp/tpc-", tempfile.gettempdir()))
@@ -346,7 +346,7 @@ def test_a_warm_up_that_fails_is_said_and_the_count_goes_on(tmp_path, capsys):
 
 def test_the_counted_thread_starts_its_work_only_once_the_main_thread_is_parked():
     """The main thread running Python beside the started work, at a moment the switch
-    interval chose, made a count take one of several values (docs/instructions.md)."""
+    interval chose, made a count take one of several values (experiments/diary/instructions.md)."""
     import threading
 
     main = threading.get_ident()
@@ -405,7 +405,8 @@ sys.exit(worker.main(sys.argv[1], "000012", "000002"))
 
 def test_every_child_starts_from_the_same_state_whatever_its_index(tmp_path):
     """A workload's count followed its place in the selection (ResNet-18's jvp by 2,240
-    instructions between the 3rd and the 6th place; docs/instructions.md, "Determinism"):
+    instructions between the 3rd and the 6th place; experiments/diary/instructions.md,
+    "Determinism"):
     the parent's bookkeeping between forks (each child's pipe and pid) grew with every fork,
     and the loop in which a child closes the others' pipes ran as many times as its index,
     so Python quickened and specialised it from the 4th child on. Now every child starts with

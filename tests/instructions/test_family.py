@@ -27,7 +27,7 @@ def test_the_default_is_every_workload_but_the_left_out_ones_heaviest_first():
     assert left_out == set(family.matching(every, ",".join(family.LEFT_OUT)))
     assert len(every) == 78 and len(default) == 78 - 6
     # the double-backward tasks of ResNet-18 are counted: under the fixed-cost allocator their
-    # windows no longer grow (docs/instructions.md)
+    # windows no longer grow (experiments/diary/instructions.md)
     assert {"autograd/resnet18/jvp", "autograd/resnet18/vhp"} <= set(default)
     assert {"cnns/resnet18/backward", "autograd/resnet18/vjp", "rnns/jit/backward",
             "autograd/ppl_robust_reg/hessian_fwdrev"} <= set(default)
