@@ -1,5 +1,5 @@
 """Does an eager workload's wall time move with time inside one process, or only from one
-process to the next? (issue 50: wall time moves 3-26 % between processes; docs/gpu.md.)
+process to the next? (issue 50: wall time moves 3-26 % between processes; experiments/diary/gpu.md.)
 
 One process builds and warms the workloads given, then takes ``--rounds`` rounds: in each, a
 burst of ``--burst`` wall-time samples of every workload (torchpulse.gpu.measure's sampling,

@@ -1,5 +1,5 @@
 """A GPU history from measure_once.py's files, judged as the dashboard judges it
-(docs/gpu.md, "Steadier GPU series" and "A planted GPU regression").
+(experiments/diary/gpu.md, "Steadier GPU series" and "A planted GPU regression").
 
 Each file is one process's measurement of the GPU suite, taken as one commit of a synthetic
 git history (oldest first), stored as asv results with the values and samples bench_gpu

@@ -1,6 +1,6 @@
 """Which kernels make a workload's kernel time move between processes: one process profiles
 ``--calls`` calls of each workload after its warm-up and prints, a line a kernel name, how
-many times a call launches it and its device time a call (docs/gpu.md, "cuDNN's LSTM
+many times a call launches it and its device time a call (experiments/diary/gpu.md, "cuDNN's LSTM
 backward"). Run it in several processes and compare the lines.
 
     python experiments/gpu/kernel_names.py LABEL [--workloads 'rnns/cudnn/*'] [--calls 10]

@@ -1,6 +1,6 @@
 """One process of the GPU suite's measurement (torchpulse.gpu.measure), as bench_gpu's
 setup_cache runs it for a commit, written to a JSON file or appended to a JSON-lines file
-with a label; history.py turns several into an asv history and judges it (docs/gpu.md).
+with a label; history.py turns several into an asv history and judges it (experiments/diary/gpu.md).
 
     python experiments/gpu/measure_once.py OUT.json|OUT.jsonl [--label L] [--device cuda]
         [--preset cuda] [--workloads default|all|'rnns/*,cnns/*'] [--rows ROWS.jsonl]

@@ -61,8 +61,9 @@ def test_loss_has_no_side_effects():
 
 def test_rnns_keep_training_mode_with_dropout_off():
     """deepspeech's vjp failed on the GPU with its LSTMs in eval mode ("cudnn RNN backward can
-    only be called in training mode", docs/gpu.md): torch's RNN modules keep training mode
-    with dropout 0, every other module is in eval mode, and the loss repeats exactly."""
+    only be called in training mode", experiments/diary/gpu.md): torch's RNN modules keep
+    training mode with dropout 0, every other module is in eval mode, and the loss repeats
+    exactly."""
     from torchpulse.autograd.audio_text import DeepSpeech
     from torchpulse.autograd.functional import without_side_effects
 

@@ -108,8 +108,8 @@ def test_cli_check_cuda_unavailable_is_bad_input(capsys, monkeypatch):
 @pytest.mark.parametrize("name", ["cudnn_dropout", "jit_dropout"])
 def test_dropout_is_off_but_torchs_lstm_stays_in_training_mode(name):
     """cuDNN runs an RNN's backward only in training mode (every check against an nn.LSTM
-    reference failed on the GPU with eval mode, docs/gpu.md): torch's RNN modules keep it
-    with dropout 0, every other module is in eval mode."""
+    reference failed on the GPU with eval mode, experiments/diary/gpu.md): torch's RNN
+    modules keep it with dropout 0, every other module is in eval mode."""
     import torch
 
     for creator in (RUNNERS[name].creator, RUNNERS[name].reference):
