@@ -341,3 +341,21 @@ def test_the_summary_shows_each_triage_state_with_its_note(triaged_site, browser
                            browser.find_element("css selector", "h3"))
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     assert_only_loopback(browser)
+
+
+def test_asvs_regressions_tab_says_the_triage_and_still_links_its_graph(triaged_site,
+                                                                        browser):
+    """asv's own Regressions tab showed a regression under investigation as any other:
+    its row now says the triage file's word, and its link still opens the graph."""
+    text = visit(browser, f"{triaged_site}#/regressions",
+                 "$('#regressions-display table.table tbody tr').length > 0 && "
+                 "$('#regressions-display').text()")
+    rows = browser.find_elements("css selector", "#regressions-display table.table tbody tr")
+    assert len(rows) == 2  # the accepted step is not a regression any more
+    assert sum("[triage: investigating: ask the compiler team]" in r.text for r in rows) == 1
+    assert "accepted" not in text
+    link = next(r for r in rows if "investigating" in r.text).find_element("css selector", "a")
+    name = link.text.split("(")[0]
+    link.click()  # asv looks the benchmark up by what precedes the first "(" of the row's name
+    assert visit_wait(browser, "$('#title').text()") == name
+    assert_only_loopback(browser)

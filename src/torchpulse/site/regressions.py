@@ -69,14 +69,31 @@ def _entry(alert: Alert, series: Series, index: dict, revision: dict[str, int],
     else:
         jump = [None, revision[alert.commit]]
     shown = {k: v for k, v in full.items() if len(index["params"].get(k) or []) > 1}
-    name = alert.key.name
+    name = alert.key.name + _triage_said(alert)
     values = values_of(series.points).tolist()
     return [name, Graph.get_file_path(full, alert.key.benchmark) + ".json", shown, j,
             values[-1], min(values), [[*jump, alert.before, alert.after]]]
 
 
+TAB_NOTE = 80  # characters of a triage note the tab's name cell shows; the summary has it all
+
+
+def _triage_said(alert: Alert) -> str:
+    """What the repository's triage file says of an active regression (investigating; fixed
+    while the level is not back), put after its name: asv's tab has no column for it, and
+    shows the name as text, looking the benchmark up by what precedes the first "(" (so
+    the note's own brackets are turned to square ones)."""
+    if alert.triage is None:
+        return ""
+    said = triage_text(alert.triage)
+    if len(said) > TAB_NOTE:
+        said = said[:TAB_NOTE - 1] + "\u2026"
+    return f" [triage: {said.translate(str.maketrans('()', '[]'))}]"
+
+
 def _feed_entry(alert: Alert, row: list, index: dict) -> FeedEntry:
-    name, _path, shown, _j, _last, _best, [(rev1, rev2, _b, _a)] = row
+    _name, _path, shown, _j, _last, _best, [(rev1, rev2, _b, _a)] = row
+    name = alert.key.name  # the feed says the triage in its summary
     params = dict(shown)
     params.update({f"p-{n}": v for n, v in zip(
         index["benchmarks"][alert.key.benchmark].get("param_names") or [], alert.key.params,
