@@ -7,16 +7,22 @@
 # figures; each must count its own. A second `asv run` then reuses each environment's own
 # count, to the instruction.
 #
-#     bash experiments/instructions/matrix_reuse.sh DIR
+#     bash experiments/instructions/matrix_reuse.sh DIR [REV]
 #
-# Prints each environment's counts, what the counting said, and PASS or FAIL.
+# REV (default HEAD) is the commit asv builds and counts: c91c185, before the fix, FAILs.
+# Prints each environment's counts, what the counting said, and PASS or FAIL: PASS when each
+# environment counted its own in the first run (none reused), took its own back in the
+# second, the same to the instruction, and 2.0's wrapped torch.mm counts higher (the py
+# LSTM's forward calls it; its backward does not, and differs by a few instructions).
 set -eu
-DIR=${1:?usage: matrix_reuse.sh DIR}
+DIR=${1:?usage: matrix_reuse.sh DIR [REV]}
+REV=${2:-HEAD}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 ASV="$HERE/.venv/bin/asv"
 rm -rf "$DIR" && mkdir -p "$DIR/wheels"
 DIR=$(cd "$DIR" && pwd)
 git clone -q "$HERE" "$DIR/repo"
+git -C "$DIR/repo" checkout -q -B main "$(git -C "$HERE" rev-parse "$REV")"
 # the plugin's two versions as wheels (made here: no build backend needed)
 "$HERE/.venv/bin/python" - "$DIR/wheels" <<'PY'
 import base64, hashlib, sys, zipfile
@@ -71,7 +77,14 @@ for env in sorted(one):
 for f in sorted(d.glob("counts-*.jsonl")):
     for line in f.read_text().splitlines():
         print(f.name, line[:200])
+# each environment counted its own the first time, and took its own back the second
+said = {f.name: [json.loads(line) for line in f.read_text().splitlines()]
+        for f in sorted(d.glob("counts-*.jsonl"))}
+first, again = said.get("counts-1.jsonl", []), said.get("counts-2.jsonl", [])
 a, b = one.get("plugin 1.0", {}), one.get("plugin 2.0", {})
-ok = bool(a) and a.keys() == b.keys() and all(b[w] > a[w] * 1.01 for w in a) and one == two
+forward = "'rnns/py/forward'"
+ok = (len(first) == len(again) == 2 and all(s["reused"] == 0 and s["counted"] > 0 for s in first)
+      and all(s["counted"] == 0 and s["reused"] > 0 for s in again)
+      and forward in a and forward in b and b[forward] > a[forward] * 1.01 and one == two)
 print("PASS" if ok else "FAIL")
 PY
