@@ -241,7 +241,6 @@ def canary_ratio(c: Comparison) -> float | None:
     return None
 
 
-
 def record_levels(project: Project, commit: str, env: str,
                   machine: str | None = None) -> tuple[str, dict[str, float]] | None:
     """The machine a record of ``commit`` in ``env`` was just filed on (``machine``, or the
