@@ -159,7 +159,7 @@ def test_each_unit_is_judged_by_its_rule_in_every_view(project, capsys):
     html = page.render(built)
     assert "1% on instruction counts, 2% on kernel time, any increase on exact counters" \
         in html
-    assert "(1% on instruction counts, 2% on a GPU's kernel time; its smallest" in html
+    assert "(threshold 5%, 1% on instruction counts, 2% on kernel time; its smallest" in html
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "<code>+40,000  torch::grow (0 -&gt; 40,000)</code>" in html
     assert "1 series count instructions under callgrind (CPU workloads, a 1% step" in html

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from torchpulse.analysis import sequential
+from torchpulse.analysis.settings import Settings
 from torchpulse.culprit.compare import NOT_COMPARED, compare
 from torchpulse.culprit.runs import Run, RunError
 
@@ -28,7 +29,7 @@ class Scripted:
 
 def test_a_large_slowdown_is_decided_slower_at_the_first_look():
     runs = Scripted({"a": {"t": 1.0}, "b": {"t": 1.5}})
-    result = compare(runs, "a", "b", threshold=0.05, max_rounds=20)
+    result = compare(runs, "a", "b", Settings(threshold=0.05), max_rounds=20)
     (o,) = result.outcomes
     assert o.decision == sequential.SLOWER and o.rounds == 3
     assert o.interval.ratio_low > 1.05 and o.interval.ratio == pytest.approx(1.5, rel=0.05)
@@ -38,7 +39,7 @@ def test_a_large_slowdown_is_decided_slower_at_the_first_look():
 
 def test_equal_commits_are_decided_equivalent():
     runs = Scripted({"a": {"t": 1.0}, "b": {"t": 1.0}}, cv=0.005)
-    (o,) = compare(runs, "a", "b", threshold=0.05).outcomes
+    (o,) = compare(runs, "a", "b", Settings(threshold=0.05)).outcomes
     assert o.decision == sequential.EQUIVALENT
 
 
@@ -50,7 +51,7 @@ def test_a_speedup_is_faster():
 
 def test_a_change_at_the_threshold_stays_undecided_at_the_cap():
     runs = Scripted({"a": {"t": 1.0}, "b": {"t": 1.05}}, cv=0.03)
-    (o,) = compare(runs, "a", "b", threshold=0.05, max_rounds=8).outcomes
+    (o,) = compare(runs, "a", "b", Settings(threshold=0.05), max_rounds=8).outcomes
     assert o.decision == sequential.UNDECIDED and o.rounds == 8
     assert o.interval.ratio_low < 1.05 < o.interval.ratio_high
 
@@ -116,7 +117,7 @@ class Batched(Scripted):
 
 def test_a_round_goes_to_one_run_of_both_commits_in_the_rounds_order():
     runs = Batched({"a": {"t": 1.0}, "b": {"t": 1.5}})
-    result = compare(runs, "a", "b", threshold=0.05, max_rounds=20)
+    result = compare(runs, "a", "b", Settings(threshold=0.05), max_rounds=20)
     assert result.runs == 6 and len(runs.calls) == 6
     # BASE first in odd rounds, HEAD first in even ones, a batch a round
     assert runs.batches == [("a", "b"), ("b", "a"), ("a", "b")]
@@ -126,7 +127,7 @@ def test_a_commit_against_itself_is_measured_a_run_at_a_time():
     from torchpulse.culprit.runs import each
 
     runs = Batched({"a": {"t": 1.0}, "b": {"t": 1.0}})
-    compare(runs, "a", "a", threshold=0.5, max_rounds=3)
+    compare(runs, "a", "a", Settings(threshold=0.5), max_rounds=3)
     assert runs.batches == [] and len(runs.calls) == 6
     assert [r.commit for r in each(runs, ["a"], None)] == ["a"] and runs.batches == []
     assert [r.commit for r in each(runs, ["b", "a"], None)] == ["b", "a"]

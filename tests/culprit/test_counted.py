@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from torchpulse.analysis import sequential
+from torchpulse.analysis.settings import Settings
 from torchpulse.culprit import counted
 from torchpulse.culprit.bisect import bisect
 from torchpulse.culprit.compare import compare
@@ -50,7 +51,7 @@ def test_a_two_percent_instruction_step_over_32_commits_is_found_in_7_runs(step_
 
 def test_the_same_step_in_wall_time_still_needs_repeated_runs():
     h = History(32, 13, 1.02, "seconds", level=0.01, noise=0.002)
-    result = bisect(h, h.commits[0], h.commits[1:], KEY, threshold=0.01)
+    result = bisect(h, h.commits[0], h.commits[1:], KEY, Settings(threshold=0.01))
     assert result.found == h.commits[13]
     assert len(h.runs) > 7  # its noise has to be measured
     assert result.runs == len(h.runs)
@@ -69,7 +70,7 @@ def test_a_count_within_the_threshold_is_no_step_after_two_runs():
     assert h.runs == ["c0", "c32"]
     # with a smaller threshold for counts the same half-percent is a step
     h = History(32, 13, 1.005, "instructions")
-    result = bisect(h, h.commits[0], h.commits[1:], KEY, count_threshold=0.002)
+    result = bisect(h, h.commits[0], h.commits[1:], KEY, Settings(count_threshold=0.002))
     assert result.found == "c13"
 
 
@@ -116,7 +117,7 @@ def test_kernel_time_is_timed_in_rounds_and_judged_by_the_device_threshold():
     [outcome] = compare(measure, "base", "head").outcomes
     assert outcome.decision == sequential.SLOWER and outcome.rounds >= 3
     rng = np.random.default_rng(2)
-    result = compare(measure, "base", "head", device_threshold=0.05)
+    result = compare(measure, "base", "head", Settings(device_threshold=0.05))
     assert result.outcomes[0].decision == sequential.EQUIVALENT
     assert "2% on kernel time" in compare_text(compare(measure, "base", "head"))
 

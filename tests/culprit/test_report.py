@@ -4,6 +4,7 @@ import json
 import re
 
 from torchpulse.analysis import sequential
+from torchpulse.analysis.settings import Settings
 from torchpulse.culprit.bisect import Bisection, Probe
 from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
 from torchpulse.culprit.report import bisection_text, render_comparison
@@ -14,7 +15,7 @@ HOSTILE = "bench.time_x('<script>alert(1)</script>|\x1b[31m%0A')"
 
 def _comparison():
     iv = sequential.Interval(3, 0.4, 0.3, 0.5, 0.99)
-    return Comparison("a" * 40, "b" * 40, 0.05, 0.05, 20, [
+    return Comparison("a" * 40, "b" * 40, Settings(threshold=0.05, alpha=0.05), 20, [
         Outcome(HOSTILE, sequential.SLOWER, iv, 3, 0.001, 0.0015),
         Outcome("bench.time_gone", NOT_COMPARED, None, 1, 0.001, None, "head run 1: not "
                 "measured"),
@@ -42,7 +43,7 @@ def test_text_and_github_show_no_escape_sequence_or_line_break():
 def test_values_are_printed_in_their_benchmarks_units():
     iv = sequential.Interval(1, 0.01, 0.01, 0.01, 0.99)
     hostile_unit = "s | <img src=x onerror=alert(1)> \x1b[2J"
-    c = Comparison("a" * 40, "b" * 40, 0.05, 0.05, 20, [
+    c = Comparison("a" * 40, "b" * 40, Settings(threshold=0.05, alpha=0.05), 20, [
         Outcome("bench_instructions.I.track_instructions", sequential.SLOWER, iv, 1,
                 1_704_000.0, 1_721_040.0, unit="instructions"),
         Outcome("bench_rnns.LSTM.time_forward", sequential.SLOWER, iv, 3, 0.001, 0.0015,
@@ -109,7 +110,7 @@ def _environments():
         Outcome(envs.key("rnns/py/forward", envs.PEAK), sequential.EQUIVALENT, timed, 4,
                 300 * 2**20, 301 * 2**20, unit="bytes"),
     ]
-    comparison = Comparison("A", "B", 0.05, 0.05, 5, outcomes, 8)
+    comparison = Comparison("A", "B", Settings(threshold=0.05, alpha=0.05), 5, outcomes, 8)
 
     class Runs:
         sides = {"A": envs.Side("A", "/envs/a|<b>/bin/python\x1b[2J", {"torch": "2.13.0+cpu",

@@ -161,14 +161,6 @@ class Report:
     def threshold(self) -> float:
         return self.settings.threshold
 
-    @property
-    def count_threshold(self) -> float:
-        return self.settings.count_threshold
-
-    @property
-    def device_threshold(self) -> float:
-        return self.settings.device_threshold
-
     def threshold_for(self, series: Series) -> float | None:
         """The smallest change worth an alert on ``series`` (a benchmark rule of the triage
         file, else the settings'); None for an exact counter, on which any increase is one."""

@@ -37,14 +37,13 @@ class Settings:
         of the triage file); themselves when None."""
         if threshold is None:
             return self
-        return dataclasses.replace(self, threshold=threshold, count_threshold=threshold,
-                                   device_threshold=threshold)
+        return dataclasses.replace(self, **{k.setting: threshold for k in KINDS.values()
+                                            if k.setting is not None})
 
     @property
     def key(self) -> tuple[float, ...]:
         """What the verdict cache keys verdicts by: every setting that changes one."""
-        return (self.alpha, self.threshold, self.count_threshold, self.noise_floor,
-                self.device_threshold)
+        return dataclasses.astuple(self)
 
 
 DEFAULTS = Settings()

@@ -176,10 +176,12 @@ def add_output(p: argparse.ArgumentParser, what: str, *aliases: str) -> None:
 def alert_settings(args: argparse.Namespace) -> Settings:
     """The detector's settings the user gave (add_alert_settings' options), as one value."""
     from torchpulse.analysis.settings import Settings  # numpy: not while building --help
+    from torchpulse.kinds import KINDS
 
-    return Settings(alpha=args.alpha, threshold=args.threshold,
-                    count_threshold=args.count_threshold, noise_floor=args.noise_floor,
-                    device_threshold=args.device_threshold)
+    return Settings(alpha=args.alpha,
+                    noise_floor=getattr(args, "noise_floor", Settings.noise_floor),
+                    **{k.setting: getattr(args, k.setting) for k in KINDS.values()
+                       if k.setting is not None})
 
 
 def add_alert_settings(p: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ from torchpulse.cli.args import (
     add_device_threshold,
     add_machine,
     add_output,
+    alert_settings,
     check_outputs,
     fraction,
     non_negative_float,
@@ -145,10 +146,8 @@ def _compare_environments(args: argparse.Namespace) -> int:
         note("compare", f"{len(workloads)} workloads, B against A, interleaved, up to "
              f"{args.max_runs} runs of each")
         minutes = DEFAULT_MINUTES_ENVIRONMENTS if args.minutes is None else args.minutes
-        result = compare(runs, "A", "B", threshold=args.threshold, alpha=args.alpha,
-                         max_rounds=args.max_runs, progress=lambda line: note("compare", line),
-                         count_threshold=args.count_threshold,
-                         device_threshold=args.device_threshold,
+        result = compare(runs, "A", "B", alert_settings(args), max_rounds=args.max_runs,
+                         progress=lambda line: note("compare", line),
                          budget=minutes * 60 if minutes else None)
         write_output(render_environments(result, runs, args.format), args.output)
         if args.output and args.format != "text":
@@ -173,9 +172,7 @@ def _compare_stored(args: argparse.Namespace) -> int:
     bench = None if args.bench == MEASURED else args.bench
     proj = project(args)
     result = compare_stored(proj, args.base, args.head, machine=args.machine,
-                            bench=bench, threshold=args.threshold, alpha=args.alpha,
-                            count_threshold=args.count_threshold,
-                            device_threshold=args.device_threshold)
+                            bench=bench, settings=alert_settings(args))
     _triage_notes(proj, result.triage, result.comparison.base, result.comparison.head,
                   "compare")
     write_output(render_stored(result, args.format), args.output)
@@ -198,10 +195,8 @@ def _compare(args: argparse.Namespace, workdir: Path) -> int:
     _prepare(runs, "compare")
     note("compare", f"{head[:12]} against {base[:12]}, interleaved, up to {args.max_runs} runs "
          "of each (asv builds each commit on its first run)")
-    result = compare(runs, base, head, threshold=args.threshold, alpha=args.alpha,
-                     max_rounds=args.max_runs, progress=lambda line: note("compare", line),
-                     count_threshold=args.count_threshold,
-                     device_threshold=args.device_threshold,
+    result = compare(runs, base, head, alert_settings(args), max_rounds=args.max_runs,
+                     progress=lambda line: note("compare", line),
                      budget=args.minutes * 60 if args.minutes else None,
                      higher_is_better=said.higher_is_better)
     write_output(render_comparison(result, args.format), args.output)
@@ -236,11 +231,9 @@ def _bisect(args: argparse.Namespace, workdir: Path) -> int:
             said = probes.store(proj, probe.runs, args.bench, runs.results_dir, runs.workdir)
             note("bisect", f"{probe.commit[:12]}: {said}")
 
-    result = bisect(runs, good, candidates, args.bench, threshold=args.threshold,
-                    alpha=args.alpha, max_rounds=args.max_runs,
-                    progress=lambda line: note("bisect", line), on_probe=filed,
-                    count_threshold=args.count_threshold,
-                    device_threshold=args.device_threshold)
+    result = bisect(runs, good, candidates, args.bench, alert_settings(args),
+                    max_rounds=args.max_runs, progress=lambda line: note("bisect", line),
+                    on_probe=filed)
     subjects = {c: gitrepo.subject(repo, c) for c in result.suspects}
     write_output(bisection_text(result, subjects), None)
     return EXIT_OK if result.found else EXIT_FAILED

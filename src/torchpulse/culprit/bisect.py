@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from torchpulse.analysis import sequential
-from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE_THRESHOLD
 from torchpulse.analysis.sequential import BAD, GOOD, UNDECIDED, Interval
+from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError, each
 from torchpulse.kinds import EXACT
@@ -174,17 +174,16 @@ def _probe(measure: Measure, good: str, bad: str, commit: str, index: int, key: 
 
 
 def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
-           threshold: float = 0.05, alpha: float = 0.05, max_rounds: int = 20,
+           settings: Settings = DEFAULTS, max_rounds: int = 20,
            fixed_rounds: int | None = None,
            progress: Callable[[str], None] | None = None,
-           on_probe: Callable[[Probe], None] | None = None,
-           count_threshold: float = DEFAULT_COUNT_THRESHOLD,
-           device_threshold: float = DEFAULT_DEVICE_THRESHOLD) -> Bisection:
+           on_probe: Callable[[Probe], None] | None = None) -> Bisection:
     """Search ``candidates`` (the first-parent commits after ``good``, oldest first, the
-    last one BAD) for the first whose ``key`` is on BAD's side. A counted ``key``
-    (instructions, judged by ``count_threshold``) or an exact counter is decided from one
-    run of each commit (torchpulse.culprit.counted); kernel time is timed in rounds, as
-    wall time is, and judged by ``device_threshold``."""
+    last one BAD) for the first whose ``key`` is on BAD's side, judged by its kind's
+    threshold in ``settings`` at ``settings.alpha``. A counted ``key`` (instructions) or an
+    exact counter is decided from one run of each commit (torchpulse.culprit.counted);
+    kernel time is timed in rounds, as wall time is."""
+    alpha = settings.alpha
     if not candidates:
         raise RunError("GOOD and BAD are the same commit: nothing to bisect")
     bad = candidates[-1]
@@ -195,7 +194,7 @@ def bisect(measure: Measure, good: str, candidates: Sequence[str], key: str,
     first = dict(zip((good, bad), each(measure, (good, bad), [key]), strict=True))
     ends = _value(first[good], key), _value(first[bad], key)
     which = counted.rule(first[bad].unit(key) or first[good].unit(key))
-    threshold = counted.threshold_of(which, threshold, count_threshold, device_threshold)
+    threshold = counted.threshold_of(which, settings)
     if counted.repeats(which) and fixed_rounds is None:
         return _bisect_counted(measure, good, candidates, key, ends, which, threshold,
                                progress, on_probe)

@@ -17,12 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from torchpulse.analysis import sequential
-from torchpulse.analysis.defaults import (
-    DEFAULT_COUNT_THRESHOLD,
-    DEFAULT_DEVICE_THRESHOLD,
-    MIN_ROUNDS,
-)
+from torchpulse.analysis.defaults import MIN_ROUNDS
 from torchpulse.analysis.sequential import UNDECIDED, Interval
+from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError, each
 
@@ -47,13 +44,19 @@ class Outcome:
 class Comparison:
     base: str
     head: str
-    threshold: float
-    alpha: float
+    settings: Settings  # alpha and each kind's threshold (torchpulse.kinds) it decided with
     max_rounds: int
     outcomes: list[Outcome]
     runs: int  # processes started, both commits
-    count_threshold: float = DEFAULT_COUNT_THRESHOLD  # on instruction counts
-    device_threshold: float = DEFAULT_DEVICE_THRESHOLD  # on a GPU region's kernel time
+
+    @property
+    def threshold(self) -> float:
+        """The threshold on wall time and memory."""
+        return self.settings.threshold
+
+    @property
+    def alpha(self) -> float:
+        return self.settings.alpha
 
     @property
     def slower(self) -> list[Outcome]:
@@ -68,25 +71,24 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
-            alpha: float = 0.05, max_rounds: int = 20,
-            progress: Callable[[str], None] | None = None,
-            count_threshold: float = DEFAULT_COUNT_THRESHOLD,
-            device_threshold: float = DEFAULT_DEVICE_THRESHOLD,
+def compare(measure: Measure, base: str, head: str, settings: Settings = DEFAULTS,
+            max_rounds: int = 20, progress: Callable[[str], None] | None = None,
             budget: float | None = None,
             clock: Callable[[], float] = time.monotonic,
             higher_is_better: Callable[[str], bool | None] | None = None) -> Comparison:
     """Compare HEAD with BASE, benchmark by benchmark: a timed one in interleaved rounds
-    until the sequential test decides (``threshold``; ``device_threshold`` on kernel time);
-    a counted one (instructions, ``count_threshold``) or an exact counter from the first
-    round's one run a side. ``budget``: seconds the whole comparison may take; after the
+    until the sequential test decides at ``settings.alpha``; a counted one (instructions)
+    or an exact counter from the first round's one run a side; each by its kind's
+    threshold in ``settings``. ``budget``: seconds the whole comparison may take; after the
     second round (before the first look) the cap on rounds is lowered to what fits, from
     how long that round took. The cap depends on time only, never on what was measured,
     and is fixed before any look, so the looks' error budget holds. A benchmark where a drop
     is the regression (its unit's row, or ``higher_is_better(key)``: the triage file's
     rules) is slower when HEAD's value is lower; its values and interval stay as measured."""
+    alpha = settings.alpha
+
     def limit(which: str) -> float:
-        return counted.threshold_of(which, threshold, count_threshold, device_threshold)
+        return counted.threshold_of(which, settings)
 
     def oriented(k: str, decision: str) -> str:
         said = higher_is_better(k) if higher_is_better else None
@@ -166,5 +168,4 @@ def compare(measure: Measure, base: str, head: str, threshold: float = 0.05,
                      f"decided, {runs} runs")
         if not pending:
             break
-    return Comparison(base, head, threshold, alpha, max_rounds,
-                      [done[k] for k in sorted(done)], runs, count_threshold, device_threshold)
+    return Comparison(base, head, settings, max_rounds, [done[k] for k in sorted(done)], runs)

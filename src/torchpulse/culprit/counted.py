@@ -33,12 +33,10 @@ def repeats(which: str) -> bool:
     return KINDS[which].repeats
 
 
-def threshold_of(which: str, threshold: float, count_threshold: float,
-                 device_threshold: float) -> float:
+def threshold_of(which: str, settings: Settings) -> float:
     """The threshold a metric judged by rule ``which`` is decided with, as the alert maps
     them (Settings.threshold_for); 0 for an exact counter, on which any change counts."""
-    return Settings(threshold=threshold, count_threshold=count_threshold,
-                    device_threshold=device_threshold).threshold_for(which) or 0.0
+    return settings.threshold_for(which) or 0.0
 
 
 def interval(diff: float, which: str) -> Interval:

@@ -12,7 +12,7 @@ from torchpulse.analysis import sequential
 from torchpulse.analysis.defaults import MIN_ROUNDS
 from torchpulse.culprit.bisect import Bisection, odds
 from torchpulse.culprit.compare import DECISIONS, NOT_COMPARED, Comparison, Outcome
-from torchpulse.reports.phrases import build_name, cut, human
+from torchpulse.reports.phrases import build_name, cut, human, thresholds_said
 from torchpulse.text import markdown_cell, printable, workflow_data
 
 
@@ -45,10 +45,8 @@ def _headline(c: Comparison) -> str:
         sequential.SLOWER, sequential.FASTER, sequential.EQUIVALENT, sequential.UNDECIDED,
         NOT_COMPARED)}
     said = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
-    return (f"{c.head[:12]} against {c.base[:12]}: {said} (threshold {c.threshold:.0%}, "
-            f"{c.count_threshold * 100:g}% on instruction counts, "
-            f"{c.device_threshold * 100:g}% on kernel time, "
-            f"alpha {c.alpha:g}, {c.runs} runs)")
+    return (f"{c.head[:12]} against {c.base[:12]}: {said} "
+            f"({thresholds_said(c.settings, exact=False)}, alpha {c.alpha:g}, {c.runs} runs)")
 
 
 def compare_text(c: Comparison) -> str:
@@ -193,9 +191,9 @@ def _environments_summary(c: Comparison, runs) -> list[str]:
             f"  A: {printable(a.python)}{_resident(a)}",
             f"  B: {printable(b.python)}{_resident(b)}",
             f"{len(_by_workload(c))} workloads; " + "; ".join(said),
-            f"(slower or faster beyond {c.threshold:.0%} on wall time and peak memory, "
-            f"{c.count_threshold * 100:g}% on instruction counts; alpha {c.alpha:g}; "
-            f"{c.runs} runs)"]
+            f"(slower or faster beyond {c.threshold * 100:g}% on wall time and peak memory, "
+            f"{c.settings.count_threshold * 100:g}% on instruction counts; alpha "
+            f"{c.alpha:g}; {c.runs} runs)"]
 
 
 def _function_rows(c: Comparison, runs) -> list[tuple[str, Outcome, tuple]]:
@@ -311,7 +309,8 @@ def environments_json(c: Comparison, runs) -> str:
              for label, s in runs.sides.items()}
     return json.dumps({
         "a": sides["A"], "b": sides["B"], "threshold": c.threshold,
-        "count_threshold": c.count_threshold, "alpha": c.alpha, "max_runs": c.max_rounds,
+        "count_threshold": c.settings.count_threshold, "alpha": c.alpha,
+        "max_runs": c.max_rounds,
         "runs": c.runs, "slower": len(c.slower),
         "workloads": [{"name": w, **{metric: one(o) for metric, o in m.items()},
                        "functions": functions.get(w, [])}
@@ -336,8 +335,7 @@ def _stored_summary(s) -> list[str]:
     said = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
     lines = [f"{c.head[:12]} ({head}) against {c.base[:12]} ({base})",
              f"from the results stored on machine {s.machine}, nothing measured: {said} "
-             f"(threshold {c.threshold:.0%}, {c.count_threshold * 100:g}% on instruction "
-             f"counts, {c.device_threshold * 100:g}% on kernel time, alpha {c.alpha:g})",
+             f"({thresholds_said(c.settings, exact=False)}, alpha {c.alpha:g})",
              "counts decided from one value a side; timed series only from two or more "
              "records a side (one record's samples do not see the machine's noise between "
              "processes: `torchpulse compare --python A --python B` decides them)"]

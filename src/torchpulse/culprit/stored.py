@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from scipy import stats
 
 from torchpulse.analysis import sequential
-from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, DEFAULT_DEVICE_THRESHOLD
 from torchpulse.analysis.detector import Point
 from torchpulse.analysis.disturbance import CANARY_METHOD
 from torchpulse.analysis.sequential import UNDECIDED, Interval
 from torchpulse.analysis.series import Series, SeriesError, load_series
+from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.culprit import counted
 from torchpulse.culprit.compare import NOT_COMPARED, Comparison, Outcome
 from torchpulse.instructions import profiles
@@ -128,12 +128,11 @@ def _machine(series: list[Series], base: str, head: str, machine: str | None) ->
 
 def compare_stored(project: Project, base_rev: str, head_rev: str, *,
                    machine: str | None = None, bench: str | None = None,
-                   threshold: float = 0.05, alpha: float = 0.05,
-                   count_threshold: float = DEFAULT_COUNT_THRESHOLD,
-                   device_threshold: float = DEFAULT_DEVICE_THRESHOLD) -> StoredComparison:
+                   settings: Settings = DEFAULTS) -> StoredComparison:
     """HEAD against BASE from the results ``project`` stores for them on ``machine``
-    (the one machine that recorded both when None); ``bench``: a regular expression the
-    series' names must match (as asv's --bench)."""
+    (the one machine that recorded both when None), each series by its kind's threshold in
+    ``settings``; ``bench``: a regular expression the series' names must match (as asv's
+    --bench)."""
     try:
         base, head = project.resolve(base_rev), project.resolve(head_rev)
     except GitError as exc:
@@ -176,8 +175,8 @@ def compare_stored(project: Project, base_rev: str, head_rev: str, *,
             one_sided += 1
             continue
         rule = s.rule
-        limit = counted.threshold_of(rule, threshold, count_threshold, device_threshold)
-        found = _outcome(s.key.name, s.unit, rule, a, b, limit, alpha)
+        found = _outcome(s.key.name, s.unit, rule, a, b, counted.threshold_of(rule, settings),
+                         settings.alpha)
         said = rules.higher_is_better(s.key.name)
         outcomes.append(dataclasses.replace(found, decision=counted.oriented(
             found.decision, s.higher_is_better if said is None else said)))
@@ -187,8 +186,7 @@ def compare_stored(project: Project, base_rev: str, head_rev: str, *,
                           f"machine {on!r}")
     outcomes.sort(key=lambda o: o.key)
     runs = sum(o.rounds for o in outcomes)
-    comparison = Comparison(base, head, threshold, alpha, 1, outcomes, runs, count_threshold,
-                            device_threshold)
+    comparison = Comparison(base, head, settings, 1, outcomes, runs)
     every_a = sorted({e for _, ea, _ in recorded_in.values() for e in ea})
     every_b = sorted({e for _, _, eb in recorded_in.values() for e in eb})
     return StoredComparison(comparison, on,

@@ -8,6 +8,7 @@ import json
 import math
 
 from torchpulse.analysis.model import STATUSES, Report
+from torchpulse.kinds import KINDS
 from torchpulse.reports.phrases import bisect_command, repro_command, status_text, unmeasured
 
 
@@ -63,9 +64,8 @@ def to_json(report: Report) -> str:
         "disturbed_points": report.disturbed_points,
     }
     return json.dumps({"alerts": alerts, "series": report.series_count,
-                       "thresholds": {"time": report.threshold,
-                                      "count": report.count_threshold,
-                                      "device": report.device_threshold, "exact": None},
+                       "thresholds": {kind: report.settings.threshold_for(kind)
+                                      for kind in KINDS},
                        "counts": {s: report.count(s) for s in STATUSES},
                        "verdicts": verdicts, "canary": canary, "triaged": triaged,
                        "ignored": report.ignored}, indent=2) + "\n"

@@ -10,7 +10,7 @@ import math
 import re
 import shlex
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from torchpulse.analysis.model import (
     REGRESSION,
@@ -21,6 +21,7 @@ from torchpulse.analysis.model import (
     Checked,
     Report,
 )
+from torchpulse.analysis.settings import Settings
 from torchpulse.kinds import INVERSE_CALLS, KINDS, TIME, unit_of
 from torchpulse.results.triage import FILE as TRIAGE_FILE
 from torchpulse.results.triage import FIXED, Entry
@@ -219,11 +220,20 @@ def thresholds_text(report: Report) -> str:
     """'threshold 5%', with the other rules the series checked are judged by:
     'threshold 5%, 1% on instruction counts, 2% on kernel time, any increase on exact
     counters'."""
-    parts = [f"threshold {report.threshold * 100:g}%"]
+    return thresholds_said(report.settings, report.rules)
+
+
+def thresholds_said(settings: Settings, rules: Collection[str] | None = None,
+                    exact: bool = True) -> str:
+    """Each kind's threshold in ``settings`` (torchpulse.kinds), wall time's first:
+    those of ``rules`` (every kind when None); ``exact``: exact counters' too."""
+    parts = [f"threshold {settings.threshold * 100:g}%"]
     for kind in KINDS.values():
-        if kind.name == TIME or kind.name not in report.rules:
+        if kind.name == TIME or (rules is not None and kind.name not in rules):
             continue
-        level = report.settings.threshold_for(kind.name)
+        level = settings.threshold_for(kind.name)
+        if level is None and not exact:
+            continue
         parts.append(f"{'any increase' if level is None else f'{level * 100:g}%'} "
                      f"{kind.threshold_phrase}")
     return ", ".join(parts)

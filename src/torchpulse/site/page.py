@@ -27,6 +27,7 @@ from torchpulse.reports.phrases import (
     reach_text,
     repro_command,
     status_text,
+    thresholds_said,
     thresholds_text,
     triage_text,
     triaged_text,
@@ -213,7 +214,6 @@ def _counted_text(m: MachineSummary, threshold: float) -> str:
 
 
 def _machine(m: MachineSummary, report: Report) -> list[str]:
-    threshold = report.threshold
     described = _described(m.info)
     names = {r.key.benchmark: r.param_names for r in m.rows}
     charts = {r.key: sparkline.render(r.checked, report.threshold_for(r.checked.series))
@@ -223,7 +223,7 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
            f'<p class="muted">{described}</p>' if described else "",
            f"<p>{len(m.current)} series measured at the newest commit, "
            f"{_commit(m.newest_commit)}{_built_with(m, m.newest_commit)}.</p>",
-           f'<p class="muted instructions">{_counted_text(m, report.count_threshold)}</p>',
+           f'<p class="muted instructions">{_counted_text(m, report.settings.count_threshold)}</p>',
            "<h3>Alerts</h3>"]
     if m.alerts:
         out += ['<table class="alerts"><thead><tr><th>change</th><th>benchmark</th>'
@@ -238,9 +238,8 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
     out += ["<h3>Benchmarks</h3>",
             f'<p class="status-counts">Status of the {len(m.current)} series measured at the '
             f"newest commit: {tally}.</p>",
-            f'<p class="muted">unstable: too noisy for the {threshold * 100:g}% threshold '
-            f"({report.count_threshold * 100:g}% on instruction counts, "
-            f"{report.device_threshold * 100:g}% on a GPU's kernel time; its "
+            f'<p class="muted">unstable: too noisy for its threshold '
+            f"({escape(thresholds_said(report.settings, exact=False))}; its "
             "smallest detectable step is shown). too few commits: fewer than "
             f"{least_points(False)} commits, so its noise is unknown (an exact counter needs "
             f"{least_points(True)}: any increase in one is a regression). A change since the "

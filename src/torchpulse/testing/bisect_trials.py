@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from torchpulse.analysis.settings import Settings
 from torchpulse.culprit.bisect import bisect
 from torchpulse.culprit.runs import Measure, Run
 
@@ -88,7 +89,7 @@ def trials(noise: Noise, factor: float, n: int = 32, count: int = 200, alpha: fl
         step_at = int(rng.integers(1, n + 1))
         history = SimulatedHistory(n, step_at, factor, noise, rng)
         result = bisect(history, history.commits[0], history.commits[1:], KEY,
-                        threshold=threshold, alpha=alpha, max_rounds=max_rounds,
+                        Settings(threshold=threshold, alpha=alpha), max_rounds=max_rounds,
                         fixed_rounds=fixed_rounds)
         culprit = result.found
         if culprit is None:
