@@ -26,6 +26,7 @@ from pathlib import Path
 from torchpulse import allocation, sizes
 from torchpulse.evaluation import project as evaluation_project
 from torchpulse.files import write_json_atomically
+from torchpulse.instructions import profiles
 from torchpulse.results import asv_results
 
 BENCH = "bench_gpu.Workloads."
@@ -64,6 +65,15 @@ def project(root: Path, runs: list[dict]) -> list[str]:
             else:
                 asv_results.add(r, BENCH + method, VERSION, params, figures)
         asv_results.save(r, results, asv_results.filename("gpu", sha, "existing"))
+        # each workload's kernels and synchronisation sites, where the run kept them
+        # (measure's "profile"), filed as bench_gpu files them: an alert names what grew
+        kept = {n: row["profile"] for n, row in run["workloads"].items()
+                if isinstance(row, dict) and isinstance(row.get("profile"), dict)}
+        for kind in (profiles.KERNEL_TIME, profiles.KERNEL_LAUNCHES, profiles.SYNCS):
+            if kept:
+                profiles.write(profiles.path(profiles.folder(root), sha, "existing", kind),
+                               sha, "existing", {n: p[kind] for n, p in kept.items()},
+                               {n: sum(p[kind].values()) for n, p in kept.items()})
     return shas
 
 

@@ -251,4 +251,32 @@ def measure_gpu(workloads: list[str], tables: dict) -> dict:
     measured = measure(run, rows, device(), preset,
                        log=lambda line: print(f"bench_gpu: {line}", file=sys.stderr,
                                               flush=True))
+    _store_kernel_profiles(measured["workloads"])
     return {**measured, "skipped": skipped, "unavailable": ""}
+
+
+def _store_kernel_profiles(workloads: dict) -> None:
+    """File each workload's kernels (device ns and launches a call) and synchronisation
+    sites beside asv's results, as the instruction counts' functions are, and take them
+    out of what asv unpickles once per benchmark."""
+    import statistics
+    import sys
+
+    from torchpulse.instructions import profiles
+
+    found = {name: figures.pop("profile") for name, figures in workloads.items()
+             if isinstance(figures.get("profile"), dict)}
+    totals = {profiles.KERNEL_TIME: "kernel_time", profiles.KERNEL_LAUNCHES: "kernels",
+              profiles.SYNCS: "syncs"}
+    for kind, figure in totals.items():
+        def total(name: str, figure: str = figure) -> int:
+            value = workloads[name].get(figure)
+            if isinstance(value, list):  # kernel time: seconds, a sample a profiled call
+                value = statistics.median(value) * 1e9 if value else 0
+            return int(value or 0)
+
+        stored = profiles.write_from_asv({n: p[kind] for n, p in found.items()},
+                                         {n: total(n) for n in found}, kind)
+        if stored is not None:
+            print(f"bench_gpu: {kind.replace('_', ' ')} profiles stored in {stored}",
+                  file=sys.stderr)

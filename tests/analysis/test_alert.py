@@ -29,7 +29,8 @@ def test_json_contract_and_planted_steps(alert_project, tmp_path, capsys):
                           "culprits", "before", "after", "ratio", "unit", "pvalue", "direction",
                           "noisy", "unmeasured_commits", "disturbed_before", "confirmed",
                           "bisect", "drifts", "repro", "functions", "builds", "triage",
-                          "higher_is_better", "below_threshold"}
+                          "higher_is_better", "below_threshold", "functions_of",
+                          "functions_total"}
         assert a["direction"] == "regression" and a["ratio"] > 1 and a["unit"] == "seconds"
         # the command that measures this one benchmark again, and nothing else, over the
         # whole change: from before it to the newest commit it spans

@@ -143,3 +143,30 @@ def test_the_suites_dry_run_skips_what_the_sizes_or_revisions_do_not_allow(smoke
     no_preset = suite.measure_gpu(["cnns/resnet18/forward"],
                                   {**TABLES, "fastrnns": {"cpu": sizes.FASTRNNS["cpu"]}})
     assert no_preset["skipped"] == {"cnns/resnet18/forward": "no sizes for the smoke preset"}
+
+
+def test_the_suite_files_each_workloads_kernels_beside_asvs_results(smoke, monkeypatch,
+                                                                    tmp_path):
+    """What a GPU workload's calls are made of goes to the profiles folder (kernel time,
+    launches, synchronisation sites), as the instruction counts' functions do, and not into
+    what asv unpickles once per benchmark."""
+    from torchpulse.instructions import profiles
+
+    monkeypatch.setenv(suite.GPU_SUITE_ENV, "cpu")
+    sha = "c" * 40
+    for name, value in (("ASV_COMMIT", sha), ("ASV_ENV_NAME", "env-1"),
+                        ("ASV_CONF_DIR", str(tmp_path))):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv(profiles.FOLDER_ENV, raising=False)
+    made = {"kernel_time": {"gemm": 900, "add": 100}, "kernel_launches": {"gemm": 2, "add": 1},
+            "syncs": {"aten::is_nonzero": 1}}
+    monkeypatch.setattr(gpu_measure, "measure", lambda names, *a, **k: {
+        "workloads": {n: {"kernel_time": [1e-6, 1.2e-6, 1.1e-6], "kernels": 3, "syncs": 1,
+                          "profile": made} for n in names},
+        "failed": {}, "seconds": {}, "phases": {}})
+    got = suite.measure_gpu(["rnns/cudnn/forward"], TABLES)
+    assert "profile" not in got["workloads"]["rnns/cudnn/forward"]
+    where = profiles.folder(tmp_path)
+    for kind in (profiles.KERNEL_TIME, profiles.KERNEL_LAUNCHES, profiles.SYNCS):
+        assert profiles.read(where, sha, "env-1", kind) == {"rnns/cudnn/forward": made[kind]}
+    assert profiles.read(where, sha, "env-1") is None  # no instruction profile: none counted

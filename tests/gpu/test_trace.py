@@ -151,3 +151,46 @@ def test_kinetos_activity_types_map_to_ours(kind):
     assert got.kind == {"kernel": KERNEL, "gpu_memcpy": COPY, "gpu_memset": FILL,
                         "cuda_runtime": API, "cuda_driver": API, "user_annotation": ANNOTATION,
                         "cpu_op": OP}.get(kind, trace.OTHER)
+
+
+def test_each_call_says_what_it_is_made_of_and_where_it_synchronised():
+    acts = [
+        *_region(100, 200, 260), *_region(300, 400, 450),
+        _launch(110, 1), Activity(KERNEL, "gemm", 120, 150, 1),
+        _launch(151, 2), Activity(KERNEL, "gemm", 152, 162, 2),
+        _launch(163, 3), Activity(KERNEL, "tail", 165, 170, 3),
+        # `if tensor:` inside aten::is_nonzero, itself inside a Python-level op
+        Activity(OP, "aten::lstm", 105, 195, 40),
+        Activity(OP, "aten::is_nonzero", 171, 190, 41),
+        Activity(API, "cudaStreamSynchronize", 175, 185, 4),
+        _launch(310, 5), Activity(KERNEL, "gemm", 320, 350, 5),
+        Activity(API, "cudaDeviceSynchronize", 360, 365, 6),  # outside any operator
+    ]
+    first, second = trace.calls(acts)
+    assert first.by_name == (("gemm", 2, 40), ("tail", 1, 5))
+    assert first.sync_sites == (("aten::is_nonzero", 1),)
+    assert second.by_name == (("gemm", 1, 30),)
+    assert second.sync_sites == (("(outside any operator)", 1),)
+
+
+def test_a_workloads_profile_is_the_median_call_bounded_and_printable(monkeypatch):
+    def call(gemm_ns, extra):
+        by_name = (("gemm", 2, gemm_ns),) + ((("elementwise\x1b[2J", 1, 7),) if extra else ())
+        return Call(2 + extra, 0, gemm_ns + 7 * extra, extra, 0, by_name=by_name,
+                    sync_sites=(("aten::item", 1),) if extra else ())
+
+    # the extra kernel and sync in two calls of three: per call, the median has them
+    got = trace.profile([call(100, 1), call(110, 1), call(90, 0)])
+    assert got["kernel_time"] == {"gemm": 100, "elementwise\\x1b[2J": 7}
+    assert got["kernel_launches"] == {"gemm": 2, "elementwise\\x1b[2J": 1}
+    assert got["syncs"] == {"aten::item": 1}
+    # in one call of three: not in the median call, so not in the profile
+    assert trace.profile([call(100, 1), call(100, 0), call(100, 0)])["syncs"] == {}
+    monkeypatch.setattr(trace, "KEEP", 3)
+    monkeypatch.setattr(trace, "NAME_CHARS", 12)
+    many = Call(7, 0, 0, 0, 0, by_name=(
+        *((f"kernel_{i:02d}_long_name", 1, i) for i in range(1, 6)),
+        ("void gemm<float, 1>", 1, 2), ("void gemm<float, 2>", 1, 2)))
+    # the three costliest, names cut; two names alike once cut are one entry
+    assert trace.profile([many])["kernel_time"] == {
+        "kernel_05...": 5, "kernel_04...": 4, "void gemm...": 4}

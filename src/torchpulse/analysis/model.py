@@ -56,6 +56,11 @@ class Alert:
     # on an instruction series: the functions whose own instructions grew most from
     # ``previous_commit`` to ``commit`` (stored profiles, torchpulse.instructions.profiles)
     functions: tuple[FunctionChange, ...] = ()
+    # what ``functions`` lists (a profile kind of torchpulse.instructions.profiles: the
+    # functions' own instructions, or on a GPU series the kernels' device ns or launches, or
+    # the synchronisation sites, a call) and the net change of the workload's total there
+    functions_kind: str = ""
+    functions_total: int = 0
     # the torch builds `torchpulse record` measured ``previous_commit`` and ``commit`` with
     # (torchpulse.results.builds), where it stored them
     builds: tuple[Build | None, Build | None] = (None, None)

@@ -19,7 +19,7 @@ from torchpulse.analysis.model import Alert, Report
 from torchpulse.analysis.series import Series, SeriesError, SeriesKey, load_series, rule_of
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.instructions import profiles
-from torchpulse.kinds import COUNT
+from torchpulse.kinds import COUNT, DEVICE
 from torchpulse.results import builds
 from torchpulse.results import index as results_index
 from torchpulse.results import triage as triage_file
@@ -75,28 +75,43 @@ def workload_of(key: SeriesKey) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _profile_kind(unit: str) -> str | None:
+    """The profile that says what is behind a change of a series in ``unit``: an instruction
+    count's functions, a GPU series' kernels or synchronisation sites; None for the rest."""
+    if rule_of(unit) == COUNT:
+        return profiles.INSTRUCTIONS
+    if rule_of(unit) == DEVICE:
+        return profiles.KERNEL_TIME
+    return {"kernels": profiles.KERNEL_LAUNCHES,
+            "synchronizations": profiles.SYNCS}.get(unit)
+
+
 def with_functions(report: Report, where: Path) -> Report:
     """``report`` with each alert on an instruction series naming the functions that grew
-    most between the profiles stored in ``where`` for its previous commit and its commit
-    (none where either profile is missing)."""
-    cache: dict[tuple[str, str], dict | None] = {}
+    most between the profiles stored in ``where`` for its previous commit and its commit,
+    and each alert on a GPU series' kernel time, kernel count or synchronisations the
+    kernels or sites that did (none where either profile is missing)."""
+    cache: dict[tuple[str, str, str], tuple | None] = {}
 
-    def profile(commit: str, env: str) -> dict | None:
-        if (commit, env) not in cache:
-            cache[(commit, env)] = profiles.read(where, commit, env)
-        return cache[(commit, env)]
+    def profile(commit: str, env: str, kind: str) -> tuple | None:
+        if (commit, env, kind) not in cache:
+            cache[(commit, env, kind)] = profiles.read_with_totals(where, commit, env, kind)
+        return cache[(commit, env, kind)]
 
     def attach(alert: Alert | None) -> Alert | None:
-        if alert is None or rule_of(alert.unit) != COUNT:
+        kind = _profile_kind(alert.unit) if alert is not None else None
+        if alert is None or kind is None:
             return alert
         workload = workload_of(alert.key)
-        before = profile(alert.previous_commit, alert.key.env)
-        after = profile(alert.commit, alert.key.env)
-        if workload is None or not before or not after or workload not in before \
-                or workload not in after:
+        before = profile(alert.previous_commit, alert.key.env, kind)
+        after = profile(alert.commit, alert.key.env, kind)
+        if workload is None or not before or not after or workload not in before[0] \
+                or workload not in after[0]:
             return alert
-        found = profiles.differences(before[workload], after[workload])
-        return dataclasses.replace(alert, functions=found) if found else alert
+        found = profiles.differences(before[0][workload], after[0][workload])
+        total = after[1].get(workload, 0) - before[1].get(workload, 0)
+        return dataclasses.replace(alert, functions=found, functions_kind=kind,
+                                   functions_total=total) if found else alert
 
     return dataclasses.replace(
         report, alerts=[attach(a) for a in report.alerts],

@@ -199,7 +199,10 @@ def _one(region: Region, device: _Device, baseline: int, phases: Phases) -> dict
             # what the counters rest on: every call's kernels, and the device activities
             # placed by time for want of their launch (the first call's names)
             "kernels_per_call": kernels, "by_time": sum(c.by_time for c in calls),
-            "placed_by_time": list(calls[0].placed_by_time[:5]) if calls else []}
+            "placed_by_time": list(calls[0].placed_by_time[:5]) if calls else [],
+            # what its calls are made of, for an alert to name what changed: stored as
+            # profiles beside asv's results (suite.measure_gpu), not handed to asv
+            "profile": trace.profile(calls)}
 
 
 def measure(names: Sequence[str], tables: dict, device: str, preset: str, *,

@@ -14,9 +14,10 @@ API; ``calls`` attributes them to the calls, plain arithmetic a test can feed.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 REGION = "torchpulse::region"
 DRAIN = "torchpulse::drain"
@@ -58,6 +59,17 @@ class Call:
     syncs: int  # host calls that wait for the device (cuda*Synchronize, cu*Synchronize)
     by_time: int  # device activities placed by their time alone (no launch call found)
     placed_by_time: tuple[str, ...] = ()  # their names, for a diagnosis
+    # what the call is made of, for naming what changed: (name, launches, device ns) of each
+    # kernel, copy and fill by name; (site, count) of its synchronisations, the site being
+    # the innermost host operator open when it was made
+    by_name: tuple[tuple[str, int, int], ...] = field(default=(), compare=False)
+    sync_sites: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+
+
+# what a workload's kernel profile keeps: the costliest names, each cut to a length (CUDA
+# kernels' template names run to kilobytes)
+KEEP = 200
+NAME_CHARS = 500
 
 
 def is_sync(activity: Activity) -> bool:
@@ -128,8 +140,11 @@ def calls(activities: Sequence[Activity]) -> list[Call]:
     windows = _windows(activities)
     hosts = {a.correlation: a.start_ns for a in activities if a.kind == API}
     ops = {a.correlation: a.start_ns for a in activities if a.kind == OP}
+    host_ops = [a for a in activities if a.kind == OP]
     counts = [[0, 0, 0, 0, 0] for _ in windows]  # kernels, copies, device ns, syncs, by time
     names: list[list[str]] = [[] for _ in windows]
+    by_name: list[dict[str, list[int]]] = [{} for _ in windows]
+    sites: list[dict[str, int]] = [{} for _ in windows]
     for a in activities:
         if a.kind in ON_DEVICE:
             launched = hosts.get(a.correlation) if a.correlation else None
@@ -149,11 +164,59 @@ def calls(activities: Sequence[Activity]) -> list[Call]:
             row[4] += by_time
             if by_time:
                 names[i].append(a.name)
+            mine = by_name[i].setdefault(a.name, [0, 0])
+            mine[0] += 1
+            mine[1] += a.end_ns - a.start_ns
         elif is_sync(a):
             i = _index(windows, a.start_ns, drained=False)
             if i is not None:
                 counts[i][3] += 1
-    return [Call(*row, tuple(n)) for row, n in zip(counts, names, strict=True)]
+                site = _site(host_ops, a.start_ns)
+                sites[i][site] = sites[i].get(site, 0) + 1
+    return [Call(*row, tuple(n), tuple((k, v[0], v[1]) for k, v in sorted(b.items())),
+                 tuple(sorted(t.items())))
+            for row, n, b, t in zip(counts, names, by_name, sites, strict=True)]
+
+
+def _site(ops: Sequence[Activity], t: int) -> str:
+    """The innermost host operator open at ``t``: where a synchronisation was made."""
+    inside = [op for op in ops if op.start_ns <= t <= op.end_ns]
+    return min(inside, key=lambda op: op.end_ns - op.start_ns).name if inside \
+        else "(outside any operator)"
+
+
+def profile(calls: Sequence[Call]) -> dict[str, dict[str, int]]:
+    """What a workload's calls are made of, per call (the median over ``calls``; a name
+    missing from a call counts 0 there): {"kernel_time": {name: device ns},
+    "kernel_launches": {name: launches}, "syncs": {site: synchronisations}}, each the KEEP
+    largest, names printable and cut to NAME_CHARS. What an alert on kernel time, the
+    kernel count or the synchronisations compares between two commits."""
+    def median(values: list[int]) -> int:
+        return int(statistics.median_low(values)) if values else 0
+
+    def kept(table: dict[str, list[int]]) -> dict[str, int]:
+        values: dict[str, int] = {}
+        for name, v in table.items():  # names alike once cut are one entry: their sum
+            shown = _shown(name)
+            values[shown] = values.get(shown, 0) + median(v + [0] * (len(calls) - len(v)))
+        top = sorted(((v, n) for n, v in values.items() if v > 0), reverse=True)[:KEEP]
+        return {n: v for v, n in top}
+
+    time: dict[str, list[int]] = {}
+    launches: dict[str, list[int]] = {}
+    syncs: dict[str, list[int]] = {}
+    for call in calls:
+        for name, n, ns in call.by_name:
+            time.setdefault(name, []).append(ns)
+            launches.setdefault(name, []).append(n)
+        for site, n in call.sync_sites:
+            syncs.setdefault(site, []).append(n)
+    return {"kernel_time": kept(time), "kernel_launches": kept(launches), "syncs": kept(syncs)}
+
+
+def _shown(name: str) -> str:
+    name = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
+    return name if len(name) <= NAME_CHARS else name[:NAME_CHARS - 3] + "..."
 
 
 class ProfiledClock:

@@ -28,6 +28,13 @@ from pathlib import Path
 from torchpulse.files import write_atomically
 
 FOLDER_ENV = "TORCHPULSE_PROFILES"
+# what a profile holds, and its file's suffix: the instruction counts' functions (own
+# instructions a call), or a GPU workload's kernels (device ns a call, launches a call) and
+# synchronisation sites (torchpulse.gpu.trace.profile)
+INSTRUCTIONS, KERNEL_TIME, KERNEL_LAUNCHES, SYNCS = (
+    "instructions", "kernel_time", "kernel_launches", "syncs")
+_SUFFIX = {INSTRUCTIONS: "", KERNEL_TIME: ".kernel_time", KERNEL_LAUNCHES: ".kernel_launches",
+           SYNCS: ".syncs"}
 DEFAULT_FOLDER = Path(".asv") / "profiles"
 FORMAT = 1
 SHOWN = 5  # functions an alert lists
@@ -101,18 +108,20 @@ def folder(root: Path) -> Path:
     return Path(named) if named else root / DEFAULT_FOLDER
 
 
-def path(where: Path, commit: str, env: str) -> Path | None:
-    """The file of ``commit`` measured in asv environment ``env``; None for a name that is
-    not a full sha or not a plain environment name (nothing is written or read for it)."""
+def path(where: Path, commit: str, env: str, kind: str = INSTRUCTIONS) -> Path | None:
+    """The ``kind`` profile of ``commit`` measured in asv environment ``env``; None for a
+    name that is not a full sha or not a plain environment name (nothing is written or read
+    for it)."""
     if not _SHA.fullmatch(commit) or not _ENV.fullmatch(env):
         return None
-    return where / f"{commit}-{env}.json.gz"
+    return where / f"{commit}-{env}{_SUFFIX[kind]}.json.gz"
 
 
 def write(target: Path, commit: str, env: str, workloads: Mapping[str, Mapping[str, int]],
           instructions: Mapping[str, int]) -> None:
-    """Store each workload's functions (name: own instructions per call) and its total, all
-    or nothing."""
+    """Store each workload's functions (name: own instructions per call; a kernel's device
+    ns or launches a call) and its total (kept under "instructions" whatever the kind: the
+    format's field), all or nothing."""
     data = {"format": FORMAT, "commit": commit, "env": env,
             "workloads": {name: {"instructions": int(instructions[name]),
                                  "functions": {f: int(n) for f, n in functions.items()}}
@@ -122,7 +131,7 @@ def write(target: Path, commit: str, env: str, workloads: Mapping[str, Mapping[s
 
 
 def write_from_asv(workloads: Mapping[str, Mapping[str, int]],
-                   instructions: Mapping[str, int]) -> Path | None:
+                   instructions: Mapping[str, int], kind: str = INSTRUCTIONS) -> Path | None:
     """In asv's benchmark process: store the profiles of the commit asv installed
     ($ASV_COMMIT, or the one `torchpulse record` files its run at) and environment
     ($ASV_ENV_NAME) in the folder of the project asv runs from ($ASV_CONF_DIR). None (nothing
@@ -132,25 +141,36 @@ def write_from_asv(workloads: Mapping[str, Mapping[str, int]],
     root = os.environ.get("ASV_CONF_DIR")
     where = Path(os.environ[FOLDER_ENV]) if os.environ.get(FOLDER_ENV) else \
         folder(Path(root)) if root else None
-    target = path(where, commit, env) if where is not None else None
+    target = path(where, commit, env, kind) if where is not None else None
     if target is None or not workloads:
         return None
     write(target, commit, env, workloads, instructions)
     return target
 
 
-def read(where: Path, commit: str, env: str) -> dict[str, dict[str, int]] | None:
-    """{workload: {function: own instructions}} of ``commit`` in ``env``, or None when
-    there is no readable profile of that commit (not counted, deleted, or damaged: a profile
-    is derived data, and its absence only leaves an alert without its function list)."""
-    target = path(where, commit, env)
+def read(where: Path, commit: str, env: str, kind: str = INSTRUCTIONS
+         ) -> dict[str, dict[str, int]] | None:
+    """{workload: {function: own instructions}} (or the ``kind`` profile's figures) of
+    ``commit`` in ``env``, or None when there is no readable profile of that commit (not
+    measured, deleted, or damaged: a profile is derived data, and its absence only leaves
+    an alert without its list)."""
+    found = read_with_totals(where, commit, env, kind)
+    return found[0] if found is not None else None
+
+
+def read_with_totals(where: Path, commit: str, env: str, kind: str = INSTRUCTIONS
+                     ) -> tuple[dict[str, dict[str, int]], dict[str, int]] | None:
+    """``read``'s profile and each workload's total (its instructions, or its kernels'
+    device ns, launches or synchronisations a call), or None."""
+    target = path(where, commit, env, kind)
     if target is None:
         return None
     try:
         data = json.loads(_bounded_gunzip(target))
         workloads = data["workloads"]
-        return {str(name): {_printable(str(f)): int(n) for f, n in entry["functions"].items()}
-                for name, entry in workloads.items()}
+        return ({str(name): {_printable(str(f)): int(n) for f, n in entry["functions"].items()}
+                 for name, entry in workloads.items()},
+                {str(name): int(entry["instructions"]) for name, entry in workloads.items()})
     except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError,
             OverflowError, zlib.error, RecursionError):
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from torchpulse.analysis.model import Report
 from torchpulse.reports.phrases import (
+    behind,
     canary_lines,
     change,
     cut,
@@ -35,7 +36,8 @@ def to_github(report: Report) -> str:
                      + (f" ({_escape(drift_text(a))})" if a.drifts else "")
                      + (f"; triage: {_escape(triage_text(a.triage))}" if a.triage else "")
                      + (f"; grew most: {_escape(cut(a.functions[0].name, 100))} "
-                        f"({a.functions[0].change:+,} instructions a call)"
+                        f"({a.functions[0].change:+,} "
+                        f"{_escape(behind(a)[1])})"
                         if a.functions else "")
                      + f" (p={p_text(a)}{', measured twice' if a.confirmed else ''})"
                      + (f"; measure it again: {_escape(repro_command(a))}"

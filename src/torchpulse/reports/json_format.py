@@ -30,6 +30,7 @@ def to_json(report: Report) -> str:
         "bisect": bisect_command(report, a),
         "repro": repro_command(a),
         "drifts": [{"first": first, "last": last} for first, last in a.drifts],
+        "functions_of": a.functions_kind or None, "functions_total": a.functions_total,
         "functions": [{"name": f.name, "before": f.before, "after": f.after,
                        "change": f.change, "renamed_from": f.renamed_from}
                       for f in a.functions],

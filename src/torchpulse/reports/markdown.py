@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from torchpulse.analysis.model import TOO_FEW, UNSTABLE, Alert, Report
 from torchpulse.reports.phrases import (
+    behind,
     bisect_command,
     builds_text,
     canary_lines,
@@ -21,6 +22,7 @@ from torchpulse.reports.phrases import (
     qualifiers,
     reach_text,
     repro_command,
+    share_text,
     thresholds_text,
     triage_text,
     triaged_text,
@@ -63,11 +65,13 @@ def to_markdown(report: Report) -> str:
             if builds_text(a):
                 lines += [f"Builds of {_md(a.key.name)}: {_md(builds_text(a))}", ""]
             if a.functions:
-                lines += [f"Functions of {_md(a.key.name)} that grew most (own instructions a "
-                          "call):", "", "| function | before | after | change |",
-                          "|---|---:|---:|---:|",
+                what, measure = behind(a)
+                lines += [f"{upper_first(what)} of {_md(a.key.name)} that grew most "
+                          f"({measure}):", "",
+                          "| name | before | after | change |", "|---|---:|---:|---:|",
                           *(f"| {_md(cut(f.name, 200))}{_was(f)} | {f.before:,} | "
-                            f"{f.after:,} | {f.change:+,} |" for f in a.functions), ""]
+                            f"{f.after:,} | {f.change:+,}{share_text(a, f.change)} |"
+                            for f in a.functions), ""]
             command = repro_command(a)
             if command:
                 lines += [f"To measure {_md(a.key.name)} again: {_md(command)}", ""]

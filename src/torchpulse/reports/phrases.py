@@ -119,11 +119,42 @@ def drift_text(alert: Alert) -> str:
     return ", ".join(f"drift over {a[:8]}..{b[:8]}" for a, b in alert.drifts)
 
 
+# what an alert's list names, by the profile it comes from
+# (torchpulse.instructions.profiles): what grew, and in what a call
+_BEHIND = {"": ("functions", "own instructions a call"),
+           "instructions": ("functions", "own instructions a call"),
+           "kernel_time": ("kernels", "device ns a call"),
+           "kernel_launches": ("kernels", "launches a call"),
+           "syncs": ("synchronisation sites", "synchronisations a call")}
+
+
+def behind(alert: Alert) -> tuple[str, str]:
+    """What the alert's list names and in what: ('functions', 'own instructions a call'),
+    ('kernels', 'device ns a call')."""
+    return _BEHIND.get(alert.functions_kind, _BEHIND[""])
+
+
+def functions_heading(alert: Alert) -> str:
+    """'functions that grew most (own instructions a call)', 'kernels that grew most
+    (device ns a call)'."""
+    what, measure = behind(alert)
+    return f"{what} that grew most ({measure})"
+
+
+def share_text(alert: Alert, change: int) -> str:
+    """' (62% of the change)': a function's part of the workload's net change, when the
+    profiles say it."""
+    total = alert.functions_total
+    return f" ({change / total:.0%} of the change)" if total and change * total > 0 else ""
+
+
 def function_lines(alert: Alert, width: int = 100) -> list[str]:
-    """The functions that grew most in the step, one line each: '+41,200  name (1,200 ->
-    42,400)', and the name it had before where the code moved under another symbol; names
-    longer than ``width`` are cut (C++ templates run to pages)."""
-    return [f"{f.change:+,}  {cut(f.name, width)} ({f.before:,} -> {f.after:,}"
+    """The functions (or kernels) that grew most in the step, one line each: '+41,200 (62%
+    of the change)  name (1,200 -> 42,400)', and the name it had before where the code moved
+    under another symbol; names longer than ``width`` are cut (C++ templates run to
+    pages)."""
+    return [f"{f.change:+,}{share_text(alert, f.change)}  {cut(f.name, width)} "
+            f"({f.before:,} -> {f.after:,}"
             + (f", was {cut(f.renamed_from, width)})" if f.renamed_from else ")")
             for f in alert.functions]
 

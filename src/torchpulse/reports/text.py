@@ -14,6 +14,7 @@ from torchpulse.reports.phrases import (
     counts,
     drift_text,
     function_lines,
+    functions_heading,
     gap_text,
     levels_text,
     noise_row,
@@ -53,7 +54,7 @@ def to_text(report: Report) -> str:
         if builds_text(a):
             lines.append(f"              builds: {builds_text(a)}")
         if a.functions:
-            lines.append("              functions that grew most (own instructions a call):")
+            lines.append(f"              {functions_heading(a)}:")
             lines += [f"                {line}" for line in function_lines(a)]
         if a.noisy:
             lines.append("              on a noisy series: the step clearly exceeds its noise")

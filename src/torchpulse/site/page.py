@@ -21,6 +21,7 @@ from torchpulse.reports.phrases import (
     change,
     counts,
     function_lines,
+    functions_heading,
     human,
     p_text,
     qualifiers,
@@ -145,8 +146,8 @@ def _alert_rows(alerts: list[Alert], names: dict[str, tuple[str, ...]],
                f"{escape(triage_text(a.triage))}"
                + (" (the level is not back)" if a.triage.state == FIXED else "") + "</span>"
                if a.triage else "")
-            + ('<details class="functions"><summary>functions that grew most (own '
-               "instructions a call)</summary><ul>"
+            + (f'<details class="functions"><summary>{escape(functions_heading(a))}'
+               "</summary><ul>"
                + "".join(f"<li><code>{escape(line)}</code></li>"
                          for line in function_lines(a, 200)) + "</ul></details>"
                if a.functions else "") + "</td>"
