@@ -10,6 +10,8 @@
 #   asv_full   one commit of every suite that measures on CUDA, through asv, timed
 #   repeat     $REPEATS fresh processes of the GPU suite's measurement ($WORKLOADS patterns)
 #   planted    one more process with experiments/gpu/plant.py's change in place
+#   envs       compare --python PY --python PY --gpu over $WORKLOADS: the same environment
+#              twice, so every verdict should be equivalent and every kernel count the same
 #   full       one process measuring every workload (what bench_gpu costs a commit)
 #   pinning    $REPEATS pairs of processes of the GPU suite's measurement ($WORKLOADS), one
 #              kept on CPUs $PIN, the other free, taking turns: does the host CPU a process
@@ -129,6 +131,13 @@ planted() {
     return $rc
 }
 
+envs() {
+    "$PY" -m torchpulse.cli compare --python "$(command -v "$PY")" \
+        --python "$(command -v "$PY")" --gpu --no-instructions --max-runs 3 \
+        --workloads "${WORKLOADS:-rnns/cudnn/*,rnns/py/*}" --format json \
+        --output "$OUT/envs.json"
+}
+
 pinning() {
     local i
     for i in $(seq 1 "$REPEATS"); do
@@ -191,7 +200,7 @@ trial() {  # the wall-time bursts trial (bursts-trial.patch, 3b487ff) in a copy 
     "$PY" experiments/gpu/pair.py "$OUT/trial-rows.jsonl" --labels t1,t2
 }
 
-export -f setup asv_full repeat planted full pair_a pair_b pinning cheap trial
+export -f setup asv_full repeat planted envs full pair_a pair_b pinning cheap trial
 export PY DEVICE PRESET REPEATS WORKLOADS WORK OUT HOGS PIN CHEAP
 t0=$SECONDS
 step setup 120 bash -c setup
@@ -209,6 +218,7 @@ step pinning "${PINNING_CAP:-240}" bash -c pinning
 step cheap "${CHEAP_CAP:-240}" bash -c cheap
 step repeat "${REPEAT_CAP:-420}" bash -c repeat
 step planted "${PLANTED_CAP:-150}" bash -c planted
+step envs "${ENVS_CAP:-240}" bash -c envs
 step full "${FULL_CAP:-400}" bash -c full
 step trial "${TRIAL_CAP:-480}" bash -c trial
 step asv_full "${ASV_CAP:-420}" bash -c asv_full

@@ -192,3 +192,67 @@ def test_where_higher_is_better_a_drop_is_slower_shown_as_measured(monkeypatch):
 
     (o, _) = sorted(compare(WithUnits(runs.levels), "a", "b").outcomes, key=lambda o: o.key)
     assert o.key == "items" and o.decision == sequential.SLOWER
+
+
+def test_two_environments_on_cuda_name_the_kernels_behind_a_moved_kernel_time():
+    """compare --python --gpu: kernel time decided in rounds by the device threshold, the
+    kernels and synchronizations a call makes from one run a side (a synchronization from
+    none is a change, compared by its difference), GPU memory; for a moved kernel time the
+    kernels behind it, in text, markdown and JSON."""
+    import json as json_module
+
+    from torchpulse.culprit import environments as envs
+    from torchpulse.culprit.report import render_environments
+
+    w = "rnns/py/forward"
+    planted = "void at::native::elementwise_kernel<128, 2>"
+
+    class Runs:
+        sides = {"A": envs.Side("A", "/a/bin/python", {"torch": "2.13.0"}),
+                 "B": envs.Side("B", "/b/bin/python", {"torch": "2.14.1"})}
+        sides["A"].gpu_profiles[w] = {"kernel_time": {"gemm": 2_400_000, "tanh": 500_000}}
+        sides["B"].gpu_profiles[w] = {"kernel_time": {"gemm": 2_401_000, "tanh": 500_000,
+                                                      planted: 100_000}}
+        calls = 0
+
+        def __call__(self, label, keys=None):
+            self.calls += 1
+            b = label == "B"
+            jitter = 1 + 0.0005 * ((self.calls % 3) - 1)
+            values = {envs.key(w, envs.KERNEL_TIME): (3.0e-3 if b else 2.9e-3) * jitter,
+                      envs.key(w, envs.KERNELS): 1000.0 if b else 900.0,
+                      envs.key(w, envs.SYNCS): 1.0 if b else 0.0,
+                      envs.key(w, envs.GPU_MEMORY): 2e8}
+            if keys is not None:
+                values = {k: v for k, v in values.items() if k in keys}
+            units = {k.split("(", 1)[0]: envs.UNITS[envs.split_key(k)[1]] for k in values}
+            return Run(label, values, {}, units=units)
+
+    runs = Runs()
+    result = compare(runs, "A", "B", Settings(), max_rounds=6)
+    by = {envs.split_key(o.key)[1]: o for o in result.outcomes}
+    assert by[envs.KERNELS].decision == sequential.SLOWER and by[envs.KERNELS].rounds == 1
+    syncs = by[envs.SYNCS]
+    assert syncs.decision == sequential.SLOWER and (syncs.base, syncs.head) == (0.0, 1.0)
+    assert by[envs.KERNEL_TIME].decision == sequential.SLOWER  # +3.4 %, over 2 %
+    assert by[envs.GPU_MEMORY].decision == sequential.EQUIVALENT
+    text = render_environments(result, runs, "text")
+    assert "workload on CUDA" in text and "0 -> 1" in text
+    assert "2% on kernel time" in text
+    assert "the kernels behind the kernel times that moved" in text
+    assert "+100,000 (" in text and planted in text
+    data = json_module.loads(render_environments(result, runs, "json"))
+    (row,) = data["workloads"]
+    assert [k["name"] for k in row["kernels"]] == [planted, "gemm"]
+    assert row["syncs"]["a"] == 0.0 and row["syncs"]["decision"] == "slower"
+    markdown = render_environments(result, runs, "markdown")
+    assert "| workload on CUDA |" in markdown
+    assert "elementwise\\_kernel&lt;128, 2&gt;" in markdown  # escaped, not markup
+
+
+def test_gpu_goes_with_two_environments(capsys):
+    from clirun import exit_code
+
+    assert exit_code(["compare", "HEAD~1", "HEAD", "--gpu"]) == 2
+    err = capsys.readouterr().err
+    assert "--gpu measures two environments on CUDA" in err and err.count("\n") == 1

@@ -170,3 +170,37 @@ def test_the_suite_files_each_workloads_kernels_beside_asvs_results(smoke, monke
     for kind in (profiles.KERNEL_TIME, profiles.KERNEL_LAUNCHES, profiles.SYNCS):
         assert profiles.read(where, sha, "env-1", kind) == {"rnns/cudnn/forward": made[kind]}
     assert profiles.read(where, sha, "env-1") is None  # no instruction profile: none counted
+
+
+def test_compare_measures_each_environment_on_cuda_through_its_worker(monkeypatch):
+    """compare --python --gpu runs torchpulse.gpu.worker in each environment: on the CPU a
+    dry run of that path ($TORCHPULSE_GPU_SUITE=cpu), which gives every GPU metric of each
+    workload a value (none on the CPU: no kernels) and the first run what the calls are made
+    of; a workload its sizes cannot run is that workload's failure only."""
+    import sys
+
+    from torchpulse.culprit import environments as envs
+
+    monkeypatch.setenv(suite.GPU_SUITE_ENV, "cpu")
+    tables = {**TABLES, "autograd": {}}  # no autograd sizes: that pair cannot run
+    import os
+
+    # a relative interpreter, as a user types it: the worker runs from a folder of its own
+    python = os.path.relpath(sys.executable)
+    with envs.EnvironmentRuns({"A": python}, [], TABLES, instructions=False,
+                              gpu=["rnns/cudnn/forward", "autograd/resnet18/vjp"],
+                              gpu_tables=tables, gpu_preset="smoke") as runs:
+        first = runs("A")
+        again = runs("A", [envs.key("rnns/cudnn/forward", envs.KERNEL_TIME)])
+    side = runs.sides["A"]
+    for metric in envs.GPU_METRICS:
+        assert envs.key("rnns/cudnn/forward", metric) in first.values
+    assert first.values[envs.key("rnns/cudnn/forward", envs.KERNELS)] == 0.0  # no CUDA
+    assert len(first.samples[envs.key("rnns/cudnn/forward", envs.KERNEL_TIME)]) == \
+        gpu_measure.PROFILED_CALLS
+    assert set(side.gpu_profiles["rnns/cudnn/forward"]) == {"kernel_time", "kernel_launches",
+                                                            "syncs"}
+    assert side.gpu_failed == {"autograd/resnet18/vjp": "no sizes at the smoke preset"}
+    # a later round measures again only the kernel time and GPU memory asked for
+    assert set(again.values) == {envs.key("rnns/cudnn/forward", envs.KERNEL_TIME),
+                                 envs.key("rnns/cudnn/forward", envs.GPU_MEMORY)}

@@ -98,6 +98,9 @@ def _prepare(runs, command: str) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    if args.gpu and not args.python:
+        raise UsageError("--gpu measures two environments on CUDA: give it two --python "
+                         "options (a commit's GPU series come from bench_gpu)")
     if args.stored:
         return _compare_stored(args)
     if args.python:  # no asv project of --config: the current folder's is still guarded
@@ -140,9 +143,16 @@ def _compare_environments(args: argparse.Namespace) -> int:
     for python in args.python:  # before any work: each must import torch
         normalised.target(python)
     reuse_in = None if args.no_instructions else count.reuse_folder()
+    # on CUDA too: the workloads bench_gpu measures (not the variable-length Python loops,
+    # unless asked for by name), at its sizes
+    on_gpu = family.gpu_selected(workloads, None if args.workloads == "default" else "all") \
+        if args.gpu else []
     with EnvironmentRuns(dict(zip(("A", "B"), args.python, strict=True)), workloads,
                          sizes.INSTRUCTIONS, instructions=not args.no_instructions,
-                         log=lambda line: note("compare", line), reuse_in=reuse_in) as runs:
+                         log=lambda line: note("compare", line), reuse_in=reuse_in,
+                         gpu=on_gpu, gpu_tables={"fastrnns": sizes.FASTRNNS,
+                                                 "autograd": sizes.AUTOGRAD,
+                                                 "revisions": sizes.REVISIONS}) as runs:
         note("compare", f"{len(workloads)} workloads, B against A, interleaved, up to "
              f"{args.max_runs} runs of each")
         minutes = DEFAULT_MINUTES_ENVIRONMENTS if args.minutes is None else args.minutes
@@ -291,6 +301,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workloads", metavar="WHICH", default="default",
                    help="with --python: default (72 of the 78 CPU workloads), all, core, or "
                    "comma-separated patterns of workload names (rnns/*,autograd/resnet18/*)")
+    p.add_argument("--gpu", action="store_true",
+                   help="with --python, on a CUDA machine: measure the workloads on the GPU "
+                   "too, as bench_gpu does (kernel time, decided by --device-threshold; the "
+                   "kernels and host synchronizations a call makes, exact; GPU memory), and "
+                   "name the kernels behind a moved kernel time")
     p.add_argument("--no-instructions", action="store_true",
                    help="with --python: time the workloads only (counting needs valgrind "
                    "and a C compiler; it takes about 3 minutes an environment on 2 cores)")

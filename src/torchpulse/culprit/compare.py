@@ -22,6 +22,7 @@ from torchpulse.analysis.sequential import UNDECIDED, Interval
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.culprit import counted
 from torchpulse.culprit.runs import Measure, Run, RunError, each
+from torchpulse.kinds import EXACT
 
 NOT_COMPARED = "not compared"
 DECISIONS = (sequential.SLOWER, sequential.FASTER, sequential.EQUIVALENT, UNDECIDED,
@@ -63,8 +64,10 @@ class Comparison:
         return [o for o in self.outcomes if o.decision == sequential.SLOWER]
 
 
-def _usable(value: float | None) -> bool:
-    return value is not None and math.isfinite(value) and value > 0
+def _usable(value: float | None, exact: bool = False) -> bool:
+    """A value compare can take: finite and positive; zero too for an exact counter (no
+    synchronisation, no graph break), which is compared by its difference."""
+    return value is not None and math.isfinite(value) and (value >= 0 if exact else value > 0)
 
 
 def _median(values: list[float]) -> float | None:
@@ -123,10 +126,18 @@ def compare(measure: Measure, base: str, head: str, settings: Settings = DEFAULT
             units = {k: got["head"].unit(k) or got["base"].unit(k) for k in pending}
         for k in list(pending):
             a, b = got["base"].values.get(k), got["head"].values.get(k)
+            which = counted.rule(units[k])
+            exact = which == EXACT
             for role, value in (("base", a), ("head", b)):
-                if _usable(value):
+                if _usable(value, exact):
                     seen[k][role].append(value)
-            if not (_usable(a) and _usable(b)):
+            if exact and _usable(a, exact) and _usable(b, exact) and 0 in (a, b):
+                # from or to zero: no ratio, the difference decides
+                diff = 0.0 if a == b else math.inf if b > a else -math.inf
+                done[k] = Outcome(k, oriented(k, counted.decide(diff, which, 0.0)), None, r,
+                                  a, b, unit=units[k])
+                continue
+            if not (_usable(a, exact) and _usable(b, exact)):
                 role = "base" if not _usable(a) else "head"
                 value = a if role == "base" else b
                 why = "not measured" if value is None else f"value {value!r}"
@@ -134,7 +145,6 @@ def compare(measure: Measure, base: str, head: str, settings: Settings = DEFAULT
                                   _median(seen[k]["head"]), f"{role} run {r}: {why}", units[k])
                 continue
             diffs[k].append(math.log(b) - math.log(a))
-            which = counted.rule(units[k])
             if counted.repeats(which):  # a second run a side adds nothing
                 d = diffs[k][0]
                 done[k] = Outcome(k, oriented(k, counted.decide(d, which, limit(which))),

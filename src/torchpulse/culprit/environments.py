@@ -10,7 +10,12 @@ and whatever is installed beside it. Per workload:
   only where those very files were counted before); one count a side decides, as they repeat;
 * **wall time** per call, timed in fresh processes of each environment (torchpulse.wall), the
   two environments alternating round by round, decided by compare's sequential test;
-* **peak memory**: the process's peak resident memory while the workload is built and run.
+* **peak memory**: the process's peak resident memory while the workload is built and run;
+* with ``gpu``, on CUDA in a process of each environment (torchpulse.gpu.worker, as
+  ``bench_gpu`` measures a commit): **kernel time** (device seconds a call, decided in
+  rounds as wall time is, by the device threshold), the **kernels** a call launches and its
+  **synchronizations** (exact: one run a side decides), and its **GPU memory**; for a moved
+  kernel time, the kernels behind it (their device time a call in each environment).
 
 The decisions are ``culprit.compare``'s: this module is only a ``Measure`` whose "commits"
 are the two environments, and what the counts say besides their totals (the functions that
@@ -35,7 +40,13 @@ from torchpulse.instructions import count as counting
 from torchpulse.instructions import normalised
 
 INSTRUCTIONS, SECONDS, PEAK = "instructions", "wall time", "peak memory"
-UNITS = {INSTRUCTIONS: "instructions", SECONDS: "seconds", PEAK: "bytes"}
+KERNEL_TIME, KERNELS, SYNCS, GPU_MEMORY = "kernel time", "kernels", "syncs", "gpu memory"
+CPU_METRICS = (INSTRUCTIONS, SECONDS, PEAK)
+GPU_METRICS = (KERNEL_TIME, KERNELS, SYNCS, GPU_MEMORY)
+UNITS = {INSTRUCTIONS: "instructions", SECONDS: "seconds", PEAK: "bytes",
+         KERNEL_TIME: "device seconds", KERNELS: "kernels", SYNCS: "synchronizations",
+         GPU_MEMORY: "bytes"}
+GPU_PRESET = "cuda"  # the sizes bench_gpu measures a CUDA commit at
 PRESET = "instructions"  # the sizes' name: the counting sizes, for the wall time too
 SAMPLE_SECONDS = 0.2  # seconds of calls a workload is timed for in one process
 WORKER_TIMEOUT = 3600.0
@@ -60,6 +71,9 @@ class Side:
     build: dict = field(default_factory=dict)  # torchpulse.wall.build_identity()
     counted: dict[str, counting.Counted] = field(default_factory=dict)
     count_failed: dict[str, str] = field(default_factory=dict)
+    # per workload, what its first CUDA measurement was made of (gpu.trace.profile)
+    gpu_profiles: dict[str, dict] = field(default_factory=dict)
+    gpu_failed: dict[str, str] = field(default_factory=dict)
 
 
 class EnvironmentRuns:
@@ -71,10 +85,17 @@ class EnvironmentRuns:
     def __init__(self, pythons: dict[str, str], workloads: Sequence[str], tables: dict, *,
                  instructions: bool = True, seconds: float = SAMPLE_SECONDS,
                  log: Callable[[str], None] | None = None,
-                 reuse_in: Path | None = None) -> None:
-        self.sides = {label: Side(label, python) for label, python in pythons.items()}
+                 reuse_in: Path | None = None, gpu: Sequence[str] = (),
+                 gpu_tables: dict | None = None, gpu_preset: str = GPU_PRESET) -> None:
+        # absolute (not resolved: a virtualenv's interpreter is a link to its base): the
+        # workers run from a folder of their own
+        self.sides = {label: Side(label, os.path.abspath(python))
+                      for label, python in pythons.items()}
         self.workloads, self.tables = list(workloads), tables
         self.instructions, self.seconds, self.log = instructions, seconds, log
+        # the workloads measured on CUDA too, at bench_gpu's sizes tables ({"fastrnns",
+        # "autograd", "revisions"})
+        self.gpu, self.gpu_tables, self.gpu_preset = list(gpu), gpu_tables, gpu_preset
         self.reuse_in = reuse_in
         self._sources = Path(tempfile.mkdtemp(prefix="torchpulse-environments-"))
         normalised.copy_sources(normalised.PACKAGE, self._sources / normalised.PACKAGE.name)
@@ -99,6 +120,11 @@ class EnvironmentRuns:
                                           if split_key(k)[1] == PEAK}
         if names:
             self._time(side, names, run, peak)
+        if self.gpu:
+            again = self.gpu if keys is None else list(dict.fromkeys(
+                split_key(k)[0] for k in keys if split_key(k)[1] in (KERNEL_TIME, GPU_MEMORY)))
+            if again:
+                self._on_gpu(side, again, run, first=keys is None)
         for k in run.values:
             run.units[k.split("(", 1)[0]] = UNITS[split_key(k)[1]]
         return run
@@ -157,6 +183,51 @@ class EnvironmentRuns:
         self._say(f"{side.label}: timed {timed} of {len(names)} workloads")
 
 
+    def _on_gpu(self, side: Side, names: list[str], run: Run, first: bool) -> None:
+        """Measure ``names`` on CUDA in one process of ``side``: kernel time (its samples)
+        and GPU memory every time; the kernels and synchronizations, and what the calls are
+        made of, the first time (they repeat)."""
+        request = json.dumps({"names": names, "tables": self.gpu_tables,
+                              "preset": self.gpu_preset})
+        environ = {**os.environ, **allocation.ENVIRONMENT, "PYTHONPATH": str(self._sources)}
+        environ.pop("PYTHONHOME", None)
+        environ.pop("TORCHPULSE_DEVICE", None)
+        try:
+            done = subprocess.run([side.python, "-m", "torchpulse.gpu.worker"], input=request,
+                                  env=environ, cwd=self._sources, capture_output=True,
+                                  text=True, check=False, timeout=WORKER_TIMEOUT)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise RunError(f"cannot measure the workloads on CUDA in {side.python}: "
+                           f"{exc}") from None
+        lines = [json.loads(line) for line in done.stdout.splitlines()
+                 if line.startswith("{")]
+        if not lines or "torch" not in lines[0]:
+            why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            raise RunError(f"cannot measure the workloads on CUDA in {side.python}: {why}")
+        measured = {line["name"]: line for line in lines[1:] if "name" in line}
+        nan = float("nan")
+        for name in names:
+            got = measured.get(name, {"error": "its process ended first"})
+            if "error" in got:
+                side.gpu_failed[name] = str(got["error"])
+            samples = [float(x) for x in got.get("kernel_time") or []]
+            run.values[key(name, KERNEL_TIME)] = statistics.median(samples) if samples \
+                else nan
+            if samples:
+                run.samples[key(name, KERNEL_TIME)] = samples
+            memory = got.get("gpu_memory")
+            run.values[key(name, GPU_MEMORY)] = float(memory) if memory else nan
+            if first:
+                for metric, figure in ((KERNELS, "kernels"), (SYNCS, "syncs")):
+                    value = got.get(figure)
+                    run.values[key(name, metric)] = float(value) \
+                        if isinstance(value, (int, float)) else nan
+                if isinstance(got.get("profile"), dict):
+                    side.gpu_profiles[name] = got["profile"]
+        self._say(f"{side.label}: measured {len(names) - sum(n in side.gpu_failed for n in names)}"
+                  f" of {len(names)} workloads on CUDA")
+
+
 def function_changes(a: Side, b: Side, workload: str):
     """The functions behind a moved count: profiles.differences of the two sides' top
     functions (what grew where the count grew, what shrank where it shrank)."""
@@ -167,3 +238,15 @@ def function_changes(a: Side, b: Side, workload: str):
     before, after = a.counted[workload], b.counted[workload]
     direction = 1 if after.instructions >= before.instructions else -1
     return profiles.differences(before.functions, after.functions, direction=direction)
+
+
+def kernel_changes(a: Side, b: Side, workload: str, direction: int):
+    """The kernels behind a moved kernel time: profiles.differences of the two sides' kernel
+    device time a call (ns), what grew for ``direction`` 1, what shrank for -1."""
+    from torchpulse.instructions import profiles
+
+    before = a.gpu_profiles.get(workload, {}).get("kernel_time")
+    after = b.gpu_profiles.get(workload, {}).get("kernel_time")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return ()
+    return profiles.differences(before, after, direction=direction)

@@ -177,11 +177,11 @@ def _levels(o: Outcome | None) -> str:
 
 
 def _environments_summary(c: Comparison, runs) -> list[str]:
-    from torchpulse.culprit.environments import INSTRUCTIONS, PEAK, SECONDS, split_key
+    from torchpulse.culprit.environments import CPU_METRICS, GPU_METRICS, split_key
 
     a, b = runs.sides["A"], runs.sides["B"]
     said = []
-    for metric in (INSTRUCTIONS, SECONDS, PEAK):
+    for metric in (*CPU_METRICS, *GPU_METRICS):
         mine = [o for o in c.outcomes if split_key(o.key)[1] == metric]
         if not mine:
             continue
@@ -192,8 +192,45 @@ def _environments_summary(c: Comparison, runs) -> list[str]:
             f"  B: {printable(b.python)}{_resident(b)}",
             f"{len(_by_workload(c))} workloads; " + "; ".join(said),
             f"(slower or faster beyond {c.threshold * 100:g}% on wall time and peak memory, "
-            f"{c.settings.count_threshold * 100:g}% on instruction counts; alpha "
-            f"{c.alpha:g}; {c.runs} runs)"]
+            f"{c.settings.count_threshold * 100:g}% on instruction counts"
+            + (f", {c.settings.device_threshold * 100:g}% on kernel time, any change of the "
+               "kernels or synchronizations a call" if _on_gpu(c) else "")
+            + f"; alpha {c.alpha:g}; {c.runs} runs)"]
+
+
+def _on_gpu(c: Comparison) -> bool:
+    from torchpulse.culprit.environments import GPU_METRICS, split_key
+
+    return any(split_key(o.key)[1] in GPU_METRICS for o in c.outcomes)
+
+
+def _kernel_rows(c: Comparison, runs) -> list[tuple[str, Outcome, tuple]]:
+    """(workload, its kernel time's outcome, the kernels behind it) for every kernel time
+    decided slower or faster: what grew, or what shrank."""
+    from torchpulse.culprit.environments import KERNEL_TIME, kernel_changes
+
+    out = []
+    for workload, metrics in _by_workload(c).items():
+        o = metrics.get(KERNEL_TIME)
+        if o is None or o.decision not in (sequential.SLOWER, sequential.FASTER):
+            continue
+        direction = 1 if (o.head or 0) >= (o.base or 0) else -1
+        out.append((workload, o, kernel_changes(runs.sides["A"], runs.sides["B"], workload,
+                                                direction)))
+    return out
+
+
+def _kernels_text(moved: list[tuple[str, Outcome, tuple]]) -> list[str]:
+    """The kernels behind each moved kernel time (device ns a call, B - A)."""
+    if not moved:
+        return []
+    lines = ["", "the kernels behind the kernel times that moved (device ns a call, B - A; grew "
+             "where it grew, shrank where it shrank):"]
+    for name, o, kernels in moved:
+        total = ((o.head or 0) - (o.base or 0)) * 1e9
+        lines.append(f"  {printable(name)}: {_ratio(o)}, {total:+,.0f} ns")
+        lines += [f"    {printable(_function_line(f, total))}" for f in kernels]
+    return lines
 
 
 def _function_rows(c: Comparison, runs) -> list[tuple[str, Outcome, tuple]]:
@@ -247,48 +284,81 @@ def _function_line(f, total: float) -> str:
             f"{renamed})")
 
 
-def _row(m: dict[str, Outcome]) -> list[str]:
+def _row(m: dict[str, Outcome], metrics: tuple[str, ...]) -> list[str]:
     """A workload's cells: per metric its levels A -> B, its change and its verdict."""
-    from torchpulse.culprit.environments import INSTRUCTIONS, PEAK, SECONDS
+    from torchpulse.culprit.environments import INSTRUCTIONS, KERNELS, SYNCS
 
     cells = []
-    for metric in (INSTRUCTIONS, SECONDS, PEAK):
+    for metric in metrics:
         o = m.get(metric)
         levels = "-" if o is None else (
-            f"{o.base:,.0f} -> {o.head:,.0f}" if metric == INSTRUCTIONS and o.base and o.head
-            else _levels(o))
+            f"{o.base:,.0f} -> {o.head:,.0f}" if metric in (INSTRUCTIONS, KERNELS, SYNCS)
+            and o.base is not None and o.head is not None else _levels(o))
         cells += [levels, _ratio(o), o.decision if o else ""]
     return cells
 
 
 ENVIRONMENT_COLUMNS = ("workload", "instructions A -> B", "change", "", "wall time A -> B",
                        "change [interval]", "", "peak memory A -> B", "change", "")
+GPU_COLUMNS = ("workload on CUDA", "kernel time A -> B", "change [interval]", "",
+               "kernels A -> B", "change", "", "synchronizations A -> B", "change", "",
+               "GPU memory A -> B", "change", "")
+
+
+def _tables(c: Comparison) -> list[tuple[tuple[str, ...], tuple[str, ...],
+                                         list[tuple[str, dict[str, Outcome]]]]]:
+    """(columns, metrics, rows) of each table: the CPU one, and on CUDA the GPU one."""
+    from torchpulse.culprit.environments import CPU_METRICS, GPU_METRICS
+
+    tables = []
+    for columns, metrics in ((ENVIRONMENT_COLUMNS, CPU_METRICS), (GPU_COLUMNS, GPU_METRICS)):
+        rows = [(w, m) for w, m in _by_workload(c).items() if any(x in m for x in metrics)]
+        if rows:
+            tables.append((columns, metrics, rows))
+    return tables
 
 
 def environments_text(c: Comparison, runs) -> str:
-    lines = _environments_summary(c, runs) + [""]
-    rows = [list(ENVIRONMENT_COLUMNS)] + [[workload, *_row(m)]
-                                          for workload, m in _by_workload(c).items()]
-    rows = [[printable(cell) for cell in row] for row in rows]
-    widths = [max(len(row[k]) for row in rows) for k in range(len(ENVIRONMENT_COLUMNS))]
-    for row in rows:
-        lines.append("  ".join(cell.ljust(w) if k in (0, 3, 6, 9) else cell.rjust(w)
-                               for k, (cell, w) in enumerate(zip(row, widths, strict=True))
-                               ).rstrip())
+    lines = _environments_summary(c, runs)
+    for columns, metrics, found in _tables(c):
+        rows = [list(columns)] + [[workload, *_row(m, metrics)] for workload, m in found]
+        rows = [[printable(cell) for cell in row] for row in rows]
+        widths = [max(len(row[k]) for row in rows) for k in range(len(columns))]
+        lines.append("")
+        for row in rows:
+            lines.append("  ".join(cell.ljust(w) if k == 0 or k % 3 == 0 else cell.rjust(w)
+                                   for k, (cell, w) in enumerate(zip(row, widths, strict=True))
+                                   ).rstrip())
     lines += _functions_text(_function_rows(c, runs), "B - A")
+    lines += _kernels_text(_kernel_rows(c, runs))
     return "\n".join(lines) + "\n"
 
 
 def environments_markdown(c: Comparison, runs) -> str:
     summary = _environments_summary(c, runs)
     lines = [f"## torchpulse compare: {markdown_cell(summary[0])}", "",
-             *(f"- {markdown_cell(s.strip())}" for s in summary[1:]), "",
-             "| " + " | ".join(ENVIRONMENT_COLUMNS) + " |",
-             "|---|---:|---:|---|---:|---:|---|---:|---:|---|"]
-    for workload, m in _by_workload(c).items():
-        lines.append("| " + " | ".join(markdown_cell(x) for x in (workload, *_row(m))) + " |")
+             *(f"- {markdown_cell(s.strip())}" for s in summary[1:])]
+    for columns, metrics, found in _tables(c):
+        lines += ["", "| " + " | ".join(columns) + " |",
+                  "|---|" + "---:|---:|---|" * len(metrics)]
+        for workload, m in found:
+            lines.append("| " + " | ".join(markdown_cell(x)
+                                           for x in (workload, *_row(m, metrics))) + " |")
     lines += _functions_markdown(_function_rows(c, runs), "A", "B")
+    lines += _kernels_markdown(_kernel_rows(c, runs))
     return "\n".join(lines) + "\n"
+
+
+def _kernels_markdown(moved: list[tuple[str, Outcome, tuple]]) -> list[str]:
+    """``_kernels_text`` as a markdown list."""
+    if not moved:
+        return []
+    lines = ["", "The kernels behind the kernel times that moved (device ns a call, B - A):", ""]
+    for name, o, kernels in moved:
+        total = ((o.head or 0) - (o.base or 0)) * 1e9
+        lines.append(f"- {markdown_cell(name)}: {markdown_cell(_ratio(o))}, {total:+,.0f} ns")
+        lines += [f"  - {markdown_cell(_function_line(f, total))}" for f in kernels]
+    return lines
 
 
 def environments_json(c: Comparison, runs) -> str:
@@ -304,6 +374,8 @@ def environments_json(c: Comparison, runs) -> str:
     functions = {w: [{"name": f.name, "a": f.before, "b": f.after, "change": f.change,
                       "renamed_from": f.renamed_from} for f in found]
                  for w, _, found in _function_rows(c, runs)}
+    kernels = {w: [{"name": f.name, "a": f.before, "b": f.after, "change": f.change}
+                   for f in found] for w, _, found in _kernel_rows(c, runs)}
     sides = {label: {"python": s.python, "build": s.build or None,
                      "count_failed": s.count_failed or None}
              for label, s in runs.sides.items()}
@@ -313,7 +385,7 @@ def environments_json(c: Comparison, runs) -> str:
         "max_runs": c.max_rounds,
         "runs": c.runs, "slower": len(c.slower),
         "workloads": [{"name": w, **{metric: one(o) for metric, o in m.items()},
-                       "functions": functions.get(w, [])}
+                       "functions": functions.get(w, []), "kernels": kernels.get(w, [])}
                       for w, m in _by_workload(c).items()]}, indent=2) + "\n"
 
 
