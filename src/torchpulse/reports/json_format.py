@@ -8,6 +8,7 @@ import json
 import math
 
 from torchpulse.analysis.model import STATUSES, Report
+from torchpulse.analysis.trust import trust
 from torchpulse.kinds import KINDS
 from torchpulse.reports.phrases import bisect_command, repro_command, status_text, unmeasured
 
@@ -69,4 +70,6 @@ def to_json(report: Report) -> str:
                                       for kind in KINDS},
                        "counts": {s: report.count(s) for s in STATUSES},
                        "verdicts": verdicts, "canary": canary, "triaged": triaged,
+                       "trust": [{**dataclasses.asdict(t), "trusted": t.trusted}
+                                 for t in trust(report)],
                        "ignored": report.ignored}, indent=2) + "\n"

@@ -29,6 +29,7 @@ from torchpulse.reports.phrases import (
     upper_first,
     what_text,
 )
+from torchpulse.reports.trust import trust_lines
 from torchpulse.text import markdown_cell as _md
 
 
@@ -64,14 +65,7 @@ def to_markdown(report: Report) -> str:
                 lines += [f"Triage of {_md(a.key.name)}: {_md(triage_text(a.triage))}", ""]
             if builds_text(a):
                 lines += [f"Builds of {_md(a.key.name)}: {_md(builds_text(a))}", ""]
-            if a.functions:
-                what, measure = behind(a)
-                lines += [f"{upper_first(what)} of {_md(a.key.name)} that grew most "
-                          f"({measure}):", "",
-                          "| name | before | after | change |", "|---|---:|---:|---:|",
-                          *(f"| {_md(cut(f.name, 200))}{_was(f)} | {f.before:,} | "
-                            f"{f.after:,} | {f.change:+,}{share_text(a, f.change)} |"
-                            for f in a.functions), ""]
+            lines += _functions(a)
             command = repro_command(a)
             if command:
                 lines += [f"To measure {_md(a.key.name)} again: {_md(command)}", ""]
@@ -83,6 +77,7 @@ def to_markdown(report: Report) -> str:
         lines += ["No regression is active at the newest commit.", ""]
     if report.canary.levels:
         lines += [*(f"{_md(line)}." for line in canary_lines(report)), ""]
+    lines += _trust(report)
     lines += ["<details><summary>Noise: "
               f"{report.count(UNSTABLE)} of {report.series_count} series unstable, "
               f"{report.count(TOO_FEW)} with too few commits</summary>", "",
@@ -97,3 +92,20 @@ def to_markdown(report: Report) -> str:
 def _was(f) -> str:
     """' (was NAME)' for a function that moved under another symbol."""
     return f" (was {_md(cut(f.renamed_from, 200))})" if f.renamed_from else ""
+
+
+def _trust(report: Report) -> list[str]:
+    """On a GPU machine, what its series can be trusted for, as a list."""
+    return [*(f"- {_md(line.strip())}" if line.startswith("  ") else _md(line)
+              for line in trust_lines(report)), ""] if trust_lines(report) else []
+
+
+def _functions(a) -> list[str]:
+    """The functions (or kernels) behind an alert, as a table; none without them."""
+    if not a.functions:
+        return []
+    what, measure = behind(a)
+    return [f"{upper_first(what)} of {_md(a.key.name)} that grew most ({measure}):", "",
+            "| name | before | after | change |", "|---|---:|---:|---:|",
+            *(f"| {_md(cut(f.name, 200))}{_was(f)} | {f.before:,} | {f.after:,} | "
+              f"{f.change:+,}{share_text(a, f.change)} |" for f in a.functions), ""]

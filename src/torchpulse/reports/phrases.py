@@ -392,3 +392,4 @@ def _qualified_status(c: Checked) -> str:
         return (f"{REGRESSION} (noisy series: the step exceeds its smallest detectable "
                 f"step {percent(c.verdict.noise.mde)})")
     return c.status
+

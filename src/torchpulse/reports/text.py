@@ -27,6 +27,7 @@ from torchpulse.reports.phrases import (
     triaged_text,
     what_text,
 )
+from torchpulse.reports.trust import trust_lines
 from torchpulse.results.triage import FIXED
 from torchpulse.text import printable
 
@@ -74,6 +75,7 @@ def to_text(report: Report) -> str:
     if reach:
         lines.append(reach)
     lines += canary_lines(report)
+    lines += trust_lines(report)
     noisy = noisiest(report)
     if noisy:
         lines.append(f"  {'noisiest series':70} {'cv':>7} {'within':>7} {'mde':>7}  status")

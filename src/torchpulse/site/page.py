@@ -34,6 +34,7 @@ from torchpulse.reports.phrases import (
     triaged_text,
     upper_first,
 )
+from torchpulse.reports.trust import trust_lines
 from torchpulse.results.triage import FILE as TRIAGE_FILE
 from torchpulse.results.triage import FIXED
 from torchpulse.site import sparkline
@@ -214,6 +215,16 @@ def _counted_text(m: MachineSummary, threshold: float) -> str:
             "valgrind and the compile zoo are not counted (docs/instructions.md).")
 
 
+def _trust_html(report: Report, machine: str) -> str:
+    """On a GPU machine: which of its series to trust at which threshold, and why not wall
+    time where it cannot be (reports.trust)."""
+    lines = trust_lines(report, machine)
+    if not lines:
+        return ""
+    return (f'<div class="trust"><p>{escape(lines[0])}</p><ul>'
+            + "".join(f"<li>{escape(line.strip())}</li>" for line in lines[1:]) + "</ul></div>")
+
+
 def _machine(m: MachineSummary, report: Report) -> list[str]:
     described = _described(m.info)
     names = {r.key.benchmark: r.param_names for r in m.rows}
@@ -225,6 +236,7 @@ def _machine(m: MachineSummary, report: Report) -> list[str]:
            f"<p>{len(m.current)} series measured at the newest commit, "
            f"{_commit(m.newest_commit)}{_built_with(m, m.newest_commit)}.</p>",
            f'<p class="muted instructions">{_counted_text(m, report.settings.count_threshold)}</p>',
+           _trust_html(report, m.name),
            "<h3>Alerts</h3>"]
     if m.alerts:
         out += ['<table class="alerts"><thead><tr><th>change</th><th>benchmark</th>'
