@@ -182,7 +182,6 @@ class EnvironmentRuns:
                 run.values[key(name, PEAK)] = float(got_peak) if got_peak else float("nan")
         self._say(f"{side.label}: timed {timed} of {len(names)} workloads")
 
-
     def _on_gpu(self, side: Side, names: list[str], run: Run, first: bool) -> None:
         """Measure ``names`` on CUDA in one process of ``side``: kernel time (its samples)
         and GPU memory every time; the kernels and synchronizations, and what the calls are
