@@ -89,6 +89,22 @@ def read_input(path: Path, limit: int) -> bytes:
     return data
 
 
+def no_link_below(root: Path, target: Path) -> bool:
+    """Whether ``target`` lies under ``root`` with no symbolic link on the way (``root``
+    itself may be one): a derived file written there lands in the project, not through a
+    link someone planted in it (``.asv/records -> elsewhere``)."""
+    try:
+        parts = target.relative_to(root).parts
+    except ValueError:
+        return False
+    here = root
+    for part in parts:
+        here = here / part
+        if here.is_symlink():
+            return False
+    return True
+
+
 def snapshot(paths: Iterable[Path]) -> dict[Path, bytes | None]:
     """Each path's bytes, or None where it is absent: what ``restore`` puts back."""
     return {p: p.read_bytes() if p.is_file() else None for p in paths}

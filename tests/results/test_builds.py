@@ -67,3 +67,13 @@ def test_the_alert_names_the_builds_either_side_of_its_change():
         builds.Build("2.13.0+cpu", "c" * 40), builds.Build("2.14.1+cu130", None, "13.0")))
     assert builds_text(alert) == ("torch 2.13.0+cpu (CPU, git cccccccccccc) -> "
                                   "torch 2.14.1+cu130 (CUDA 13.0)")
+
+
+def test_a_link_planted_on_the_way_is_not_written_through(tmp_path):
+    """`.asv/builds` linked out of the project: the build is not stored there."""
+    root, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    (root / ".asv").mkdir(parents=True)
+    elsewhere.mkdir()
+    (root / builds.FOLDER).symlink_to(elsewhere, target_is_directory=True)
+    assert builds.write(root, SHA, "env", builds.Build("2.13.0+cpu")) is None
+    assert list(elsewhere.iterdir()) == []

@@ -61,3 +61,17 @@ def test_a_file_that_is_not_ours_is_no_record_and_is_replaced_whole(tmp_path, pl
     if plant != "/dev/zero":
         assert records.append(tmp_path, "m1", SHA, "env", {"s": 2.0}) == 1
         assert records.read(tmp_path, "m1", SHA, "env") == [{"s": 2.0}]
+
+
+@pytest.mark.parametrize("where", [".asv", ".asv/records", ".asv/records/m1"])
+def test_a_link_planted_on_the_way_is_not_written_through(tmp_path, where):
+    """A derived file lands in the project: `.asv/records` (or a folder above or below it)
+    linked elsewhere keeps nothing, and writes nothing there."""
+    root, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    link = root / where
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    assert records.append(root, "m1", SHA, "env", {"s": 1.0}) == 0
+    assert list(elsewhere.rglob("*")) == []

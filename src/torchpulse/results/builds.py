@@ -16,7 +16,7 @@ from collections.abc import Container
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from torchpulse.files import read_regular, write_json_atomically
+from torchpulse.files import no_link_below, read_regular, write_json_atomically
 from torchpulse.results.gitrepo import FULL_SHA
 
 FOLDER = Path(".asv") / "builds"
@@ -80,9 +80,9 @@ def path(root: Path, commit: str, env: str) -> Path | None:
 
 def write(root: Path, commit: str, env: str, build: Build) -> Path | None:
     """Store ``build`` for ``commit`` in ``env``, all or nothing; None for names no file may
-    have."""
+    have, or a symbolic link on the way to it."""
     target = path(root, commit, env)
-    if target is None:
+    if target is None or not no_link_below(root, target):  # a link planted on the way
         return None
     write_json_atomically(target, asdict(build))
     return target

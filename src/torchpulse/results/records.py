@@ -17,7 +17,7 @@ import math
 import re
 from pathlib import Path
 
-from torchpulse.files import read_regular, write_json_atomically
+from torchpulse.files import no_link_below, read_regular, write_json_atomically
 from torchpulse.results.gitrepo import FULL_SHA
 
 FOLDER = Path(".asv") / "records"
@@ -57,11 +57,12 @@ def append(root: Path, machine: str, commit: str, env: str,
            levels: dict[str, float]) -> int:
     """Keep ``levels`` (a series' name -> its level) as the newest record of ``commit``,
     all or nothing, dropping the oldest beyond ``KEEP``; how many records are kept now (0:
-    names no file may have, or no level to keep). Call it holding the results lock, as
-    `record` does: two records of one commit at once would each drop the other's."""
+    names no file may have, no level to keep, or a link on the way to the file). Call it
+    holding the results lock, as `record` does: two records of one commit at once would
+    each drop the other's."""
     target = path(root, machine, commit, env)
     kept = _levels(levels)
-    if target is None or not kept:
+    if target is None or not kept or not no_link_below(root, target):
         return 0
     records = [*read(root, machine, commit, env), kept][-KEEP:]
     write_json_atomically(target, {"commit": commit, "machine": machine, "env": env,
