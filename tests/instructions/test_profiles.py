@@ -100,6 +100,22 @@ def test_asvs_benchmark_process_stores_the_commit_it_installed(tmp_path, monkeyp
     assert profiles.write_from_asv(workloads, totals) is None
 
 
+def test_a_link_planted_on_the_way_to_the_projects_folder_is_not_written_through(
+        tmp_path, monkeypatch):
+    """The default folder `.asv/profiles` linked out of the project: nothing is stored
+    there (the folder the user names with $TORCHPULSE_PROFILES is theirs to choose)."""
+    monkeypatch.delenv(profiles.FOLDER_ENV, raising=False)
+    monkeypatch.setenv("ASV_COMMIT", SHA)
+    monkeypatch.setenv("ASV_ENV_NAME", "env-1")
+    monkeypatch.setenv("ASV_CONF_DIR", str(tmp_path / "proj"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "proj" / ".asv").mkdir(parents=True)
+    (tmp_path / "proj" / ".asv" / "profiles").symlink_to(elsewhere, target_is_directory=True)
+    assert profiles.write_from_asv({"w": {"f": 1}}, {"w": 1}) is None
+    assert list(elsewhere.iterdir()) == []
+
+
 BATCH_NORM = ("at::native::batch_norm_cpu_collect_stats_channels_last_impl<float>"
               "(at::Tensor const&) [libtorch_cpu.so]")
 # the same kernel moved into a lambda of itself in an anonymous namespace (torch 2.14)

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from torchpulse.files import write_atomically
+from torchpulse.files import no_link_below, write_atomically
 
 FOLDER_ENV = "TORCHPULSE_PROFILES"
 # what a profile holds, and its file's suffix: the instruction counts' functions (own
@@ -144,6 +144,8 @@ def write_from_asv(workloads: Mapping[str, Mapping[str, int]],
     target = path(where, commit, env, kind) if where is not None else None
     if target is None or not workloads:
         return None
+    if not os.environ.get(FOLDER_ENV) and root and not no_link_below(Path(root), target):
+        return None  # the project's folder, but a link planted on the way leads elsewhere
     write(target, commit, env, workloads, instructions)
     return target
 
