@@ -145,30 +145,42 @@ class EnvironmentRuns:
             run.values[k] = float(counted[name].instructions) if name in counted \
                 else float("nan")
 
+    def _worker(self, side: Side, module: str, what: str, request: dict,
+                environ: dict[str, str | None]) -> tuple[dict, dict[str, dict]]:
+        """Run ``python -m module`` of ``side`` on ``request`` (JSON on its stdin), from the
+        copy of torchpulse's sources, with this process's environment, the allocation
+        policy and ``environ`` (None: unset); the build it says it imported (its first
+        line) and each workload's line by name. RunError, saying ``what`` it could not do,
+        when it names no torch."""
+        env = {**os.environ, **allocation.ENVIRONMENT, "PYTHONPATH": str(self._sources)}
+        env.pop("PYTHONHOME", None)
+        for name, value in environ.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        try:
+            done = subprocess.run([side.python, "-m", module], input=json.dumps(request),
+                                  env=env, cwd=self._sources, capture_output=True,
+                                  text=True, check=False, timeout=WORKER_TIMEOUT)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise RunError(f"cannot {what} in {side.python}: {exc}") from None
+        lines = [json.loads(line) for line in done.stdout.splitlines()
+                 if line.startswith("{")]
+        if not lines or "torch" not in lines[0]:
+            why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            raise RunError(f"cannot {what} in {side.python}: {why}")
+        return lines[0], {line["name"]: line for line in lines[1:] if "name" in line}
+
     def _time(self, side: Side, names: list[str], run: Run,
               peak: set[str] | None = None) -> None:
         """Time ``names`` in one process of ``side``; their peak memory too, of those in
         ``peak`` (all when None): once a workload's peak memory is decided, its later
         processes skip what reading it costs."""
-        request = json.dumps({"names": names, "tables": self.tables, "preset": PRESET,
-                              "seconds": self.seconds,
-                              "peak": None if peak is None else sorted(peak)})
-        environ = {**os.environ, **allocation.ENVIRONMENT,
-                   "PYTHONPATH": str(self._sources), "TORCHPULSE_DEVICE": "cpu"}
-        environ.pop("PYTHONHOME", None)
-        try:
-            done = subprocess.run([side.python, "-m", "torchpulse.wall"], input=request,
-                                  env=environ, cwd=self._sources, capture_output=True,
-                                  text=True, check=False, timeout=WORKER_TIMEOUT)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise RunError(f"cannot time the workloads in {side.python}: {exc}") from None
-        lines = [json.loads(line) for line in done.stdout.splitlines()
-                 if line.startswith("{")]
-        if not lines or "torch" not in lines[0]:
-            why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-            raise RunError(f"cannot time the workloads in {side.python}: {why}")
-        side.build = lines[0]
-        measured = {line["name"]: line for line in lines[1:] if "name" in line}
+        side.build, measured = self._worker(
+            side, "torchpulse.wall", "time the workloads",
+            {"names": names, "tables": self.tables, "preset": PRESET, "seconds": self.seconds,
+             "peak": None if peak is None else sorted(peak)}, {"TORCHPULSE_DEVICE": "cpu"})
         timed = 0
         for name in names:
             got = measured.get(name, {"error": "its process ended first"})
@@ -186,24 +198,10 @@ class EnvironmentRuns:
         """Measure ``names`` on CUDA in one process of ``side``: kernel time (its samples)
         and GPU memory every time; the kernels and synchronizations, and what the calls are
         made of, the first time (they repeat)."""
-        request = json.dumps({"names": names, "tables": self.gpu_tables,
-                              "preset": self.gpu_preset})
-        environ = {**os.environ, **allocation.ENVIRONMENT, "PYTHONPATH": str(self._sources)}
-        environ.pop("PYTHONHOME", None)
-        environ.pop("TORCHPULSE_DEVICE", None)
-        try:
-            done = subprocess.run([side.python, "-m", "torchpulse.gpu.worker"], input=request,
-                                  env=environ, cwd=self._sources, capture_output=True,
-                                  text=True, check=False, timeout=WORKER_TIMEOUT)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise RunError(f"cannot measure the workloads on CUDA in {side.python}: "
-                           f"{exc}") from None
-        lines = [json.loads(line) for line in done.stdout.splitlines()
-                 if line.startswith("{")]
-        if not lines or "torch" not in lines[0]:
-            why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-            raise RunError(f"cannot measure the workloads on CUDA in {side.python}: {why}")
-        measured = {line["name"]: line for line in lines[1:] if "name" in line}
+        _, measured = self._worker(
+            side, "torchpulse.gpu.worker", "measure the workloads on CUDA",
+            {"names": names, "tables": self.gpu_tables, "preset": self.gpu_preset},
+            {"TORCHPULSE_DEVICE": None})
         nan = float("nan")
         for name in names:
             got = measured.get(name, {"error": "its process ended first"})
@@ -227,25 +225,22 @@ class EnvironmentRuns:
                   f" of {len(names)} workloads on CUDA")
 
 
-def function_changes(a: Side, b: Side, workload: str):
-    """The functions behind a moved count: profiles.differences of the two sides' top
-    functions (what grew where the count grew, what shrank where it shrank)."""
+def changes_behind(a: Side, b: Side, workload: str, metric: str, direction: int):
+    """What is behind a moved ``metric`` of ``workload``: profiles.differences of the two
+    sides' functions (own instructions a call; INSTRUCTIONS) or kernels (device ns a call;
+    KERNEL_TIME), what grew for ``direction`` 1, what shrank for -1; () where a side has
+    none."""
     from torchpulse.instructions import profiles
 
-    if workload not in a.counted or workload not in b.counted:
-        return ()
-    before, after = a.counted[workload], b.counted[workload]
-    direction = 1 if after.instructions >= before.instructions else -1
-    return profiles.differences(before.functions, after.functions, direction=direction)
-
-
-def kernel_changes(a: Side, b: Side, workload: str, direction: int):
-    """The kernels behind a moved kernel time: profiles.differences of the two sides' kernel
-    device time a call (ns), what grew for ``direction`` 1, what shrank for -1."""
-    from torchpulse.instructions import profiles
-
-    before = a.gpu_profiles.get(workload, {}).get("kernel_time")
-    after = b.gpu_profiles.get(workload, {}).get("kernel_time")
-    if not isinstance(before, dict) or not isinstance(after, dict):
+    before, after = _made_of(a, workload, metric), _made_of(b, workload, metric)
+    if before is None or after is None:
         return ()
     return profiles.differences(before, after, direction=direction)
+
+
+def _made_of(side: Side, workload: str, metric: str) -> dict | None:
+    if metric == INSTRUCTIONS:
+        counted = side.counted.get(workload)
+        return counted.functions if counted is not None else None
+    table = side.gpu_profiles.get(workload, {}).get("kernel_time")
+    return table if isinstance(table, dict) else None

@@ -204,59 +204,41 @@ def _on_gpu(c: Comparison) -> bool:
     return any(split_key(o.key)[1] in GPU_METRICS for o in c.outcomes)
 
 
-def _kernel_rows(c: Comparison, runs) -> list[tuple[str, Outcome, tuple]]:
-    """(workload, its kernel time's outcome, the kernels behind it) for every kernel time
-    decided slower or faster: what grew, or what shrank."""
-    from torchpulse.culprit.environments import KERNEL_TIME, kernel_changes
+# what a moved metric's list names, by its name in culprit.environments: (what, of what, in
+# what a call, whose growth, scale to the list's unit, that unit)
+_BEHIND = {"instructions": ("functions", "counts", "own instructions a call", "the count", 1.0,
+                            "instructions"),
+           "kernel time": ("kernels", "kernel times", "device ns a call", "it", 1e9, "ns")}
+
+
+def _moved_rows(c: Comparison, runs, metric: str) -> list[tuple[str, Outcome, tuple]]:
+    """(workload, its ``metric``'s outcome, what is behind it) for every instruction count
+    or kernel time decided slower or faster: what grew, or what shrank."""
+    from torchpulse.culprit.environments import changes_behind
 
     out = []
     for workload, metrics in _by_workload(c).items():
-        o = metrics.get(KERNEL_TIME)
+        o = metrics.get(metric)
         if o is None or o.decision not in (sequential.SLOWER, sequential.FASTER):
             continue
         direction = 1 if (o.head or 0) >= (o.base or 0) else -1
-        out.append((workload, o, kernel_changes(runs.sides["A"], runs.sides["B"], workload,
-                                                direction)))
+        out.append((workload, o, changes_behind(runs.sides["A"], runs.sides["B"], workload,
+                                                metric, direction)))
     return out
 
 
-def _kernels_text(moved: list[tuple[str, Outcome, tuple]]) -> list[str]:
-    """The kernels behind each moved kernel time (device ns a call, B - A)."""
+def _functions_text(moved: list[tuple[str, Outcome, tuple]], change: str,
+                    metric: str = "instructions") -> list[str]:
+    """What is behind each moved count or kernel time (name, its outcome, its functions or
+    kernels), as lines; ``change``: how the difference is taken ("B - A")."""
     if not moved:
         return []
-    lines = ["", "the kernels behind the kernel times that moved (device ns a call, B - A; grew "
-             "where it grew, shrank where it shrank):"]
-    for name, o, kernels in moved:
-        total = ((o.head or 0) - (o.base or 0)) * 1e9
-        lines.append(f"  {printable(name)}: {_ratio(o)}, {total:+,.0f} ns")
-        lines += [f"    {printable(_function_line(f, total))}" for f in kernels]
-    return lines
-
-
-def _function_rows(c: Comparison, runs) -> list[tuple[str, Outcome, tuple]]:
-    """(workload, its count's outcome, the functions behind it) for every count that moved
-    beyond the count threshold."""
-    from torchpulse.culprit.environments import INSTRUCTIONS, function_changes
-
-    out = []
-    for workload, metrics in _by_workload(c).items():
-        o = metrics.get(INSTRUCTIONS)
-        if o is None or o.decision not in (sequential.SLOWER, sequential.FASTER):
-            continue
-        out.append((workload, o, function_changes(runs.sides["A"], runs.sides["B"], workload)))
-    return out
-
-
-def _functions_text(moved: list[tuple[str, Outcome, tuple]], change: str) -> list[str]:
-    """The functions behind each moved count (name, its outcome, its functions), as lines;
-    ``change``: how the difference is taken ("B - A")."""
-    if not moved:
-        return []
-    lines = ["", f"the functions behind the counts that moved (own instructions a call, {change}"
-             "; grew where the count grew, shrank where it shrank):"]
+    what, of, measure, whose, scale, unit = _BEHIND[metric]
+    lines = ["", f"the {what} behind the {of} that moved ({measure}, {change}; grew where "
+             f"{whose} grew, shrank where it shrank):"]
     for name, o, functions in moved:
-        total = (o.head or 0) - (o.base or 0)
-        lines.append(f"  {printable(name)}: {_ratio(o)}, {total:+,.0f} instructions")
+        total = ((o.head or 0) - (o.base or 0)) * scale
+        lines.append(f"  {printable(name)}: {_ratio(o)}, {total:+,.0f} {unit}")
         lines += [f"    {printable(_function_line(f, total))}" for f in functions]
     return lines
 
@@ -319,6 +301,8 @@ def _tables(c: Comparison) -> list[tuple[tuple[str, ...], tuple[str, ...],
 
 
 def environments_text(c: Comparison, runs) -> str:
+    from torchpulse.culprit.environments import INSTRUCTIONS, KERNEL_TIME
+
     lines = _environments_summary(c, runs)
     for columns, metrics, found in _tables(c):
         rows = [list(columns)] + [[workload, *_row(m, metrics)] for workload, m in found]
@@ -329,12 +313,14 @@ def environments_text(c: Comparison, runs) -> str:
             lines.append("  ".join(cell.ljust(w) if k == 0 or k % 3 == 0 else cell.rjust(w)
                                    for k, (cell, w) in enumerate(zip(row, widths, strict=True))
                                    ).rstrip())
-    lines += _functions_text(_function_rows(c, runs), "B - A")
-    lines += _kernels_text(_kernel_rows(c, runs))
+    lines += _functions_text(_moved_rows(c, runs, INSTRUCTIONS), "B - A")
+    lines += _functions_text(_moved_rows(c, runs, KERNEL_TIME), "B - A", KERNEL_TIME)
     return "\n".join(lines) + "\n"
 
 
 def environments_markdown(c: Comparison, runs) -> str:
+    from torchpulse.culprit.environments import INSTRUCTIONS, KERNEL_TIME
+
     summary = _environments_summary(c, runs)
     lines = [f"## torchpulse compare: {markdown_cell(summary[0])}", "",
              *(f"- {markdown_cell(s.strip())}" for s in summary[1:])]
@@ -344,13 +330,13 @@ def environments_markdown(c: Comparison, runs) -> str:
         for workload, m in found:
             lines.append("| " + " | ".join(markdown_cell(x)
                                            for x in (workload, *_row(m, metrics))) + " |")
-    lines += _functions_markdown(_function_rows(c, runs), "A", "B")
-    lines += _kernels_markdown(_kernel_rows(c, runs))
+    lines += _functions_markdown(_moved_rows(c, runs, INSTRUCTIONS), "A", "B")
+    lines += _kernels_markdown(_moved_rows(c, runs, KERNEL_TIME))
     return "\n".join(lines) + "\n"
 
 
 def _kernels_markdown(moved: list[tuple[str, Outcome, tuple]]) -> list[str]:
-    """``_kernels_text`` as a markdown list."""
+    """The kernels behind each moved kernel time, as a markdown list."""
     if not moved:
         return []
     lines = ["", "The kernels behind the kernel times that moved (device ns a call, B - A):", ""]
@@ -362,6 +348,8 @@ def _kernels_markdown(moved: list[tuple[str, Outcome, tuple]]) -> list[str]:
 
 
 def environments_json(c: Comparison, runs) -> str:
+    from torchpulse.culprit.environments import INSTRUCTIONS, KERNEL_TIME
+
     def one(o: Outcome | None) -> dict | None:
         if o is None:
             return None
@@ -373,9 +361,9 @@ def environments_json(c: Comparison, runs) -> str:
 
     functions = {w: [{"name": f.name, "a": f.before, "b": f.after, "change": f.change,
                       "renamed_from": f.renamed_from} for f in found]
-                 for w, _, found in _function_rows(c, runs)}
+                 for w, _, found in _moved_rows(c, runs, INSTRUCTIONS)}
     kernels = {w: [{"name": f.name, "a": f.before, "b": f.after, "change": f.change}
-                   for f in found] for w, _, found in _kernel_rows(c, runs)}
+                   for f in found] for w, _, found in _moved_rows(c, runs, KERNEL_TIME)}
     sides = {label: {"python": s.python, "build": s.build or None,
                      "count_failed": s.count_failed or None}
              for label, s in runs.sides.items()}
