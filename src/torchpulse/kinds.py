@@ -77,6 +77,10 @@ class Unit:
     # a drop is the regression (a throughput, a speedup stored as measured); a benchmark
     # rule of the triage file can say so per series too
     higher_is_better: bool = False
+    # the stored profile that says what is behind a change of it, where one is kept
+    # (torchpulse.instructions.profiles' kinds: a count's functions, a GPU region's kernels
+    # or synchronisation sites); "" for none
+    profile: str = ""
 
 
 DEVICE_SECONDS = "device seconds"  # bench_gpu's kernel time
@@ -85,15 +89,15 @@ INVERSE_CALLS = "1/calls captured"  # dynamo's calls_captured, inverted: lower i
 UNITS: dict[str, Unit] = {u.name: u for u in (
     Unit("seconds", TIME, "time"),
     Unit("bytes", TIME, "bytes"),
-    Unit("instructions", COUNT, "count"),
-    Unit(DEVICE_SECONDS, DEVICE, "time"),
+    Unit("instructions", COUNT, "count", profile="instructions"),
+    Unit(DEVICE_SECONDS, DEVICE, "time", profile="kernel_time"),
     Unit("graph breaks", EXACT, "count"),
     Unit("breaks", EXACT, "count"),
     Unit("graphs", EXACT, "count"),
     Unit("eager frames", EXACT, "count"),
     Unit(INVERSE_CALLS, EXACT, "inverse calls"),
-    Unit("kernels", EXACT, "count"),
-    Unit("synchronizations", EXACT, "count"),
+    Unit("kernels", EXACT, "count", profile="kernel_launches"),
+    Unit("synchronizations", EXACT, "count", profile="syncs"),
 )}
 
 # the unit of a benchmark asv declares none for, by its method's prefix

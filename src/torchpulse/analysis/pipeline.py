@@ -16,10 +16,10 @@ from torchpulse.analysis.judge import evaluate
 from torchpulse.analysis.ledger import DEFAULT as DEFAULT_LEDGER
 from torchpulse.analysis.ledger import Ledger, read_ledger
 from torchpulse.analysis.model import Alert, Report
-from torchpulse.analysis.series import Series, SeriesError, SeriesKey, load_series, rule_of
+from torchpulse.analysis.series import Series, SeriesError, SeriesKey, load_series
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.instructions import profiles
-from torchpulse.kinds import COUNT, DEVICE
+from torchpulse.kinds import unit_of
 from torchpulse.results import builds
 from torchpulse.results import index as results_index
 from torchpulse.results import triage as triage_file
@@ -75,17 +75,6 @@ def workload_of(key: SeriesKey) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _profile_kind(unit: str) -> str | None:
-    """The profile that says what is behind a change of a series in ``unit``: an instruction
-    count's functions, a GPU series' kernels or synchronisation sites; None for the rest."""
-    if rule_of(unit) == COUNT:
-        return profiles.INSTRUCTIONS
-    if rule_of(unit) == DEVICE:
-        return profiles.KERNEL_TIME
-    return {"kernels": profiles.KERNEL_LAUNCHES,
-            "synchronizations": profiles.SYNCS}.get(unit)
-
-
 def with_functions(report: Report, where: Path) -> Report:
     """``report`` with each alert on an instruction series naming the functions that grew
     most between the profiles stored in ``where`` for its previous commit and its commit,
@@ -99,8 +88,8 @@ def with_functions(report: Report, where: Path) -> Report:
         return cache[(commit, env, kind)]
 
     def attach(alert: Alert | None) -> Alert | None:
-        kind = _profile_kind(alert.unit) if alert is not None else None
-        if alert is None or kind is None:
+        kind = unit_of(alert.unit).profile if alert is not None else ""
+        if alert is None or not kind:
             return alert
         workload = workload_of(alert.key)
         before = profile(alert.previous_commit, alert.key.env, kind)
