@@ -229,13 +229,12 @@ def measure_gpu(workloads: list[str], tables: dict) -> dict:
     if device() == "cpu" and os.environ.get(GPU_SUITE_ENV) != "cpu":
         return {"unavailable": "the GPU suite measures CUDA runs only", "skipped": {},
                 "workloads": {}, "failed": {}}
-    from torchpulse.gpu.measure import measure
+    from torchpulse.gpu.measure import measure, sizes_at
     from torchpulse.instructions.family import split
     from torchpulse.sizes import REVISIONS
 
     preset = preset_name()
-    rows = {"fastrnns": tables["fastrnns"].get(preset),
-            "autograd": {m: r[preset] for m, r in tables["autograd"].items() if preset in r}}
+    rows = sizes_at(tables, preset)
     skipped, run = {}, []
     for name in workloads:
         family, what, _ = split(name)

@@ -205,6 +205,14 @@ def _one(region: Region, device: _Device, baseline: int, phases: Phases) -> dict
             "profile": trace.profile(calls)}
 
 
+def sizes_at(tables: dict, preset: str) -> dict:
+    """The sizes ``measure`` takes, at ``preset`` of sizes.py's tables (``{"fastrnns",
+    "autograd", ...}`` of the working tree): the fastrnns row (None: none at that preset) and
+    the autograd models that have one."""
+    return {"fastrnns": tables["fastrnns"].get(preset),
+            "autograd": {m: r[preset] for m, r in tables["autograd"].items() if preset in r}}
+
+
 def measure(names: Sequence[str], tables: dict, device: str, preset: str, *,
             log: Callable[[str], None] | None = None,
             each: Callable[[str, dict], None] | None = None) -> dict:

@@ -19,20 +19,13 @@ import json
 import os
 import sys
 
-GPU_SUITE_ENV = "TORCHPULSE_GPU_SUITE"  # = torchpulse.suite.GPU_SUITE_ENV
-
-
-def rows_of(tables: dict, preset: str) -> dict:
-    """The sizes gpu.measure takes at ``preset``, as suite.measure_gpu makes them."""
-    return {"fastrnns": tables["fastrnns"].get(preset),
-            "autograd": {m: r[preset] for m, r in tables["autograd"].items() if preset in r}}
-
 
 def main() -> int:
     import torch
 
-    from torchpulse.gpu.measure import measure
+    from torchpulse.gpu.measure import measure, sizes_at
     from torchpulse.instructions.family import split
+    from torchpulse.suite import GPU_SUITE_ENV
     from torchpulse.wall import build_identity
 
     request = json.load(sys.stdin)
@@ -46,7 +39,7 @@ def main() -> int:
         for name in request["names"]:
             emit({"name": name, "error": "CUDA is not available in this environment"})
         return 0
-    rows = rows_of(request["tables"], request["preset"])
+    rows = sizes_at(request["tables"], request["preset"])
     runnable = []
     for name in request["names"]:
         family, what, _ = split(name)
