@@ -96,8 +96,9 @@ def _was(f) -> str:
 
 def _trust(report: Report) -> list[str]:
     """On a GPU machine, what its series can be trusted for, as a list."""
+    said = trust_lines(report)
     return [*(f"- {_md(line.strip())}" if line.startswith("  ") else _md(line)
-              for line in trust_lines(report)), ""] if trust_lines(report) else []
+              for line in said), ""] if said else []
 
 
 def _functions(a) -> list[str]:

@@ -20,7 +20,8 @@ from torchpulse.files import no_link_below, read_regular, write_json_atomically
 from torchpulse.results.gitrepo import FULL_SHA
 
 FOLDER = Path(".asv") / "builds"
-_ENV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")
+# asv's environment names: what a file of derived data may be named after
+ENV_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")
 _TEXT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")  # a version, a commit, a CUDA version
 MAX_BYTES = 64 * 1024
 
@@ -73,7 +74,7 @@ def _checked(version, git_version, cuda, debug) -> Build | None:
 
 
 def path(root: Path, commit: str, env: str) -> Path | None:
-    if not FULL_SHA.fullmatch(commit) or not _ENV.fullmatch(env):
+    if not FULL_SHA.fullmatch(commit) or not ENV_NAME.fullmatch(env):
         return None
     return root / FOLDER / f"{commit}-{env}.json"
 

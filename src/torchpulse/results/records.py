@@ -18,12 +18,12 @@ import re
 from pathlib import Path
 
 from torchpulse.files import no_link_below, read_regular, write_json_atomically
+from torchpulse.results.builds import ENV_NAME
 from torchpulse.results.gitrepo import FULL_SHA
 
 FOLDER = Path(".asv") / "records"
 KEEP = 20  # records of one commit kept: enough for any interval, bounded
 MAX_BYTES = 32 * 2**20
-_ENV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")  # asv's environment names
 _MACHINE = re.compile(r"[A-Za-z0-9_.\-]{1,100}")  # as store.check_name takes them
 _SERIES_NAME = 2000  # characters: asv's names with their parameters are far shorter
 
@@ -32,7 +32,7 @@ def path(root: Path, machine: str, commit: str, env: str) -> Path | None:
     """Where the records of ``commit`` in ``env`` on ``machine`` are kept; None for names no
     file may have."""
     if not (FULL_SHA.fullmatch(commit) and _MACHINE.fullmatch(machine)
-            and machine not in {".", ".."} and _ENV.fullmatch(env)):
+            and machine not in {".", ".."} and ENV_NAME.fullmatch(env)):
         return None
     return root / FOLDER / machine / f"{commit}-{env}.json"
 
