@@ -40,22 +40,23 @@ class Trust:
         return self.unstable * 2 < self.judged
 
 
-def trust(report: Report) -> list[Trust]:
-    """A Trust per unit of every machine that measured kernel time (a GPU machine), in the
-    machine's order and the units' first appearance."""
-    gpu_machines = {c.series.key.machine for c in report.checked
+def trust(report: Report, machine: str | None = None) -> list[Trust]:
+    """A Trust per unit of every machine that measured kernel time (a GPU machine; only
+    ``machine`` when given), in the machine's order and the units' first appearance."""
+    checked = [c for c in report.checked if machine is None or c.series.key.machine == machine]
+    gpu_machines = {c.series.key.machine for c in checked
                     if unit_of(c.series.unit).kind == DEVICE}
     groups: dict[tuple[str, str], list] = {}
-    for c in report.checked:
+    for c in checked:
         if c.series.key.machine in gpu_machines:
             groups.setdefault((c.series.key.machine, c.series.unit), []).append(c)
     out = []
-    for (machine, unit), checked in sorted(groups.items(), key=lambda g: g[0][0]):
-        judged = [c for c in checked if c.status != TOO_FEW]
-        rule = checked[0].series.rule
+    for (name, unit), mine in sorted(groups.items(), key=lambda g: g[0][0]):
+        judged = [c for c in mine if c.status != TOO_FEW]
+        rule = mine[0].series.rule
         mdes = [c.verdict.noise.mde for c in judged if rule != EXACT]
-        out.append(Trust(machine, unit, rule, report.threshold_for(checked[0].series),
-                         len(checked), len(judged),
+        out.append(Trust(name, unit, rule, report.threshold_for(mine[0].series),
+                         len(mine), len(judged),
                          sum(c.verdict.noise.unstable for c in judged),
                          statistics.median(mdes) if mdes else None))
     return out

@@ -5,6 +5,7 @@ on a VM whose host moves it."""
 from __future__ import annotations
 
 from torchpulse.analysis.model import Report
+from torchpulse.analysis.trust import trust
 from torchpulse.kinds import EXACT
 from torchpulse.reports.phrases import percent
 from torchpulse.text import printable
@@ -22,13 +23,9 @@ WALL_ON_GPU = ("an eager model's wall time there is mostly the host's launch wor
 def trust_lines(report: Report, only: str | None = None) -> list[str]:
     """Per GPU machine (``only`` that one), what its series can be trusted for: each unit's
     threshold against the smallest step its series detect there (analysis.trust)."""
-    from torchpulse.analysis.trust import trust
-
     lines: list[str] = []
     machine = None
-    for t in trust(report):
-        if only is not None and t.machine != only:
-            continue
+    for t in trust(report, only):
         if t.machine != machine:
             machine = t.machine
             lines.append(f"what machine {printable(machine)} can be trusted for (a GPU "
