@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from moving_points import moving_points
 
@@ -164,6 +164,9 @@ def test_spans_find_the_run_and_merge_points_the_regression_at_it():
 @given(st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=60),
        st.lists(st.tuples(st.integers(0, 59), st.booleans(), st.integers(0, 10)),
                 max_size=6))
+# found by a fresh clone's run: a rising run (a drift, a step) and a falling one (two steps)
+# on a flat series, both explained, whose spans shared the points between them
+@example([0.0] * 12, [(0, True, 1), (2, True, 0), (8, False, 0), (9, False, 0)])
 def test_any_findings_give_disjoint_spans_inside_the_series(values, marks):
     y = np.array(values)
     positions = np.arange(len(y))

@@ -232,14 +232,19 @@ def explains(x: np.ndarray, y: np.ndarray, run: Sequence[_Finding]) -> bool:
 
 def spans(positions: np.ndarray, levels: np.ndarray, changes: Sequence[ChangePoint],
           drifts: Sequence[Drift]) -> list[tuple[int, int, tuple[_Finding, ...]]]:
-    """(first point, last point, findings) of each run a curve explains; ``positions``:
-    the points' indices in the series, ``levels``: their levels on the analysis scale."""
-    out = []
+    """(first point, last point, findings) of each run a curve explains, disjoint and in
+    order; ``positions``: the points' indices in the series, ``levels``: their levels on the
+    analysis scale. Two runs of opposite ways share the points between them (each span
+    reaches the other run's first or last finding): where both are explained, the later
+    one is left as its findings, so no point lies on two curves."""
+    out: list[tuple[int, int, tuple[_Finding, ...]]] = []
     for a, b, run in candidates(positions, changes, drifts):
         inside = (positions >= a) & (positions < b)
         if len(run) < 2 or inside.sum() < MIN_POINTS:
             continue
         x, y = positions[inside].astype(float), levels[inside]
+        if out and int(x[0]) <= out[-1][1]:
+            continue
         if explains(x, y, run):
             out.append((int(x[0]), int(x[-1]), tuple(run)))
     return out
