@@ -6,9 +6,9 @@ launches and the host synchronisations it makes (exact counters), and its GPU me
 CPU runs skip it (the per-process suites measure them there), each benchmark saying why;
 $TORCHPULSE_GPU_SUITE=cpu runs it on the CPU as a dry run of its path.
 By default it measures every workload but the variable-length Python and TorchScript loops
-(family.GPU_LEFT_OUT, as upstream's fastrnns); $TORCHPULSE_GPU_WORKLOADS=all measures those
-too, and comma-separated shell patterns (``rnns/cudnn*,cnns/*``) measure the workloads they match
-only; the others skip."""
+(workloads/registry.py GPU_LEFT_OUT, as upstream's fastrnns); $TORCHPULSE_GPU_WORKLOADS=all
+measures those too, and comma-separated shell patterns (``rnns/cudnn*,cnns/*``) measure the
+workloads they match only; the others skip."""
 
 import os
 
@@ -18,18 +18,24 @@ from . import _canary
 from ._common import _sizes, _suite, _version
 from ._tree import load
 
-_family = load("instructions/family.py")
-WORKLOADS = _family.workloads(load("fastrnns/choices.py"), load("autograd/choices.py"))
-SELECTION_ENV = _family.GPU_SELECTION_ENV
-SELECTED = _family.gpu_selected(WORKLOADS, os.environ.get(SELECTION_ENV))
+_registry = load("workloads/registry.py")
+WORKLOADS = _registry.workloads(load("fastrnns/choices.py"), load("autograd/choices.py"))
+SELECTION_ENV = _registry.GPU_SELECTION_ENV
+SELECTED = _registry.gpu_selected(WORKLOADS, os.environ.get(SELECTION_ENV))
+
+
+# the families of each class below (registry.FAMILIES): each class's version digests its
+# families' sizes only, so a new family is a new class and the others keep their series
+_OLDER, _TRANSFORMERS = ("rnns", "cnns", "autograd"), ("transformers",)
 
 
 def _measure(self):
-    if _suite is None or getattr(_suite, "API_VERSION", 0) < 6:
+    api = getattr(_suite, "API_VERSION", 0)
+    if _suite is None or api < 6:
         return None  # an older package: the benchmarks skip in setup
-    return _suite.measure_gpu(SELECTED, {"fastrnns": _sizes.FASTRNNS,
-                                          "autograd": _sizes.AUTOGRAD,
-                                          "revisions": _sizes.REVISIONS})
+    # a package before the transformer family (API 11) is not asked for it
+    names = SELECTED if api >= 11 else _registry.of_families(SELECTED, _OLDER)
+    return _suite.measure_gpu(names, _sizes.by_preset())
 
 
 _measure.timeout = 3600
@@ -43,7 +49,7 @@ def _samples(values):
 
 class Workloads:
     version = _version(_sizes.FASTRNNS, _sizes.AUTOGRAD, _sizes.REVISIONS)
-    params = [WORKLOADS]
+    params = [_registry.of_families(WORKLOADS, _OLDER)]
     param_names = ["workload"]
     setup_cache = _measure
     # one process measures a commit; a second round would read the same numbers again
@@ -100,6 +106,14 @@ class Workloads:
         return memory
 
     track_gpu_memory.unit = "bytes"
+
+
+class TransformerWorkloads(Workloads):
+    """The transformer family, from the same process (one setup_cache), under a version of
+    its own sizes."""
+
+    version = _version(_sizes.TRANSFORMERS)
+    params = [_registry.of_families(WORKLOADS, _TRANSFORMERS)]
 
 
 class MachineCanary(_canary.MachineCanary):

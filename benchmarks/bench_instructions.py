@@ -2,9 +2,10 @@
 machine does not move. One valgrind process counts every selected workload of a commit
 (asv's setup_cache); each track_instructions reads its workload's count. The regions are the
 wall-time suites' (a forward pass, a backward pass, one autograd task) at the sizes of
-sizes.INSTRUCTIONS. $TORCHPULSE_INSTRUCTIONS picks the workloads: ``default`` (72 of 78),
-``all`` or ``core`` (docs/instructions.md: what each costs). CUDA runs and machines without valgrind
-skip the family, each benchmark saying why."""
+sizes.INSTRUCTIONS. $TORCHPULSE_INSTRUCTIONS picks the workloads: ``default`` (74 of 80),
+``all`` or ``core`` (docs/instructions.md: what each costs). CUDA runs and machines without
+valgrind skip the family, each benchmark saying why. Each class holds the families whose
+sizes its version digests: a new family is a new class, and the others keep their series."""
 
 import os
 
@@ -12,15 +13,20 @@ from ._common import _sizes, _suite
 from ._common import _version as _suite_version
 from ._tree import load
 
-_family = load("instructions/family.py")
-WORKLOADS = _family.selected(load("fastrnns/choices.py"), load("autograd/choices.py"),
-                             os.environ.get(_family.SELECTION_ENV))
+_registry = load("workloads/registry.py")
+WORKLOADS = _registry.selected(load("fastrnns/choices.py"), load("autograd/choices.py"),
+                               os.environ.get(_registry.SELECTION_ENV))
+# the families of each class below (registry.FAMILIES)
+_OLDER, _TRANSFORMERS = ("rnns", "cnns", "autograd"), ("transformers",)
 
 
 def _count(self):
-    if _suite is None or getattr(_suite, "API_VERSION", 0) < 10:
+    api = getattr(_suite, "API_VERSION", 0)
+    if _suite is None or api < 10:
         return None  # an older package counts another way: the benchmarks skip in setup
-    return _suite.count_instructions(WORKLOADS, _sizes.INSTRUCTIONS)
+    # a package before the transformer family (API 11) is not asked for it
+    names = WORKLOADS if api >= 11 else _registry.of_families(WORKLOADS, _OLDER)
+    return _suite.count_instructions(names, _sizes.counting())
 
 
 _count.timeout = 3600
@@ -32,7 +38,7 @@ class Instructions:
     # stage compiled (API 10): a new version starts new series, so asv does not draw API
     # 10's counts after API 9's as a step
     version = f"{_suite_version(_sizes.INSTRUCTIONS)}-windows-fixed-malloc-stage-bytecode"
-    params = [WORKLOADS]
+    params = [_registry.of_families(WORKLOADS, _OLDER)]
     param_names = ["workload"]
     setup_cache = _count
 
@@ -51,3 +57,12 @@ class Instructions:
         return counted["counts"][workload]
 
     track_instructions.unit = "instructions"
+
+
+class TransformerInstructions(Instructions):
+    """The transformer family's counts: from the same process as the others' (one
+    setup_cache), under a version of its own sizes."""
+
+    version = (f"{_suite_version(_sizes.INSTRUCTION_TRANSFORMERS)}"
+               "-windows-fixed-malloc-stage-bytecode")
+    params = [_registry.of_families(WORKLOADS, _TRANSFORMERS)]

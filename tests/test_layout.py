@@ -102,7 +102,8 @@ def test_what_the_suites_load_from_the_working_tree_is_standard_library_only():
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "load" \
                     and node.args and isinstance(node.args[0], ast.Constant):
                 loaded.add(node.args[0].value)
-    assert {"sizes.py", "autograd/choices.py", "fastrnns/choices.py"} <= loaded
+    assert {"sizes.py", "autograd/choices.py", "fastrnns/choices.py",
+            "workloads/registry.py"} <= loaded
     allowed = sys.stdlib_module_names | {"__future__"}
     for relative in loaded:
         tree = ast.parse((PACKAGE / relative).read_text())
@@ -115,6 +116,31 @@ def test_what_the_suites_load_from_the_working_tree_is_standard_library_only():
                              for a in n.names}
         for name in imports(PACKAGE / relative) - optional:
             assert name.split(".")[0] in allowed, f"{relative} imports {name}"
+
+
+# the modules that measure: what a workload is must not depend on how it is measured
+METERS = {"timing", "instructions", "gpu", "wall", "suite", "harness", "compile"}
+
+
+def test_the_workloads_import_no_meter():
+    """workloads/ says what is measured (names, sizes' rows, builders, the clock protocol);
+    the meters import it, never the reverse."""
+    paths = sorted((PACKAGE / "workloads").rglob("*.py"))
+    assert {p.name for p in paths} >= {"registry.py", "regions.py", "clock.py"}
+    for path in paths:
+        reached = {n.split(".")[1] for n in imports(path) if n.startswith("torchpulse.")}
+        assert reached & METERS == set(), f"{path.name} imports {reached & METERS}"
+
+
+def test_every_meter_implements_the_one_clock_protocol():
+    from torchpulse.gpu.measure import _MemoryClock
+    from torchpulse.gpu.trace import ProfiledClock
+    from torchpulse.instructions.client import CountedRegion
+    from torchpulse.timing import RegionClock
+    from torchpulse.workloads.clock import Clock
+
+    for meter in (RegionClock, CountedRegion, ProfiledClock, _MemoryClock):
+        assert issubclass(meter, Clock), meter
 
 
 def _private_reaches(path: Path) -> list[str]:
@@ -183,3 +209,4 @@ def test_the_detector_is_read_through_its_package(path):
     inside = sorted(n for n in imports(path)
                     if n.startswith("torchpulse.analysis.detector."))
     assert inside == []
+

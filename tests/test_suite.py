@@ -56,15 +56,20 @@ def test_bench_gpu_declares_every_workload_and_its_figures(bench):
     from asv_runner.discovery import disc_benchmarks
 
     from torchpulse.analysis.series import rule_of
-    from torchpulse.instructions import family
     from torchpulse.kinds import DEVICE, EXACT, TIME
+    from torchpulse.workloads import registry
 
     module = importlib.import_module("benchmarks.bench_gpu")
-    every = family.workloads(importlib.import_module("torchpulse.fastrnns.choices"),
-                             importlib.import_module("torchpulse.autograd.choices"))
-    assert module.Workloads.params == [every] and len(every) == 78
+    every = registry.workloads(importlib.import_module("torchpulse.fastrnns.choices"),
+                               importlib.import_module("torchpulse.autograd.choices"))
+    older = registry.of_families(every, ("rnns", "cnns", "autograd"))
+    assert module.Workloads.params == [older] and len(older) == 78
+    assert module.TransformerWorkloads.params == [registry.transformer_workloads()]
+    assert len(every) == 80
     digest = sizes.digest(sizes.FASTRNNS, sizes.AUTOGRAD, sizes.REVISIONS)
     assert module.Workloads.version == f"2-{digest}-{allocation.POLICY}"
+    assert module.TransformerWorkloads.version == \
+        f"2-{sizes.digest(sizes.TRANSFORMERS)}-{allocation.POLICY}"
     sys.path.insert(0, str(ROOT))
     try:
         found = {b.name: b for b in disc_benchmarks(str(ROOT / "benchmarks"))
@@ -382,7 +387,8 @@ def test_the_machine_canary_runs_between_the_suites():
     # instruction counts: no load moves them (docs/instructions.md)
     assert runs == ["_canary:canary", "bench_autograd", "bench_autograd:canary",
                     "bench_cnns:canary", "bench_cnns", "bench_rnns", "bench_rnns:canary",
-                    "bench_rnns", "bench_compile", "bench_compile:canary", "bench_gpu:canary",
+                    "bench_rnns", "bench_transformers:canary", "bench_transformers",
+                    "bench_compile", "bench_compile:canary", "bench_gpu:canary",
                     "bench_gpu", "bench_instructions"]
     assert {name.split(".")[0] for name in order if name.endswith(CANARY_METHOD)} == \
         {"_canary", *plan_groups(ROOT / "benchmarks")} - {"bench_instructions"}
@@ -518,3 +524,21 @@ def test_count_instructions_hands_asv_counts_and_stores_the_commits_profile(monk
            for s in summary.read(said)]
     assert got == [(sha, 1, 0, 1, False), (sha, 1, 0, 1, False), (sha, 0, 0, 0, True),
                    (sha, 0, 0, 0, True), (sha, 0, 1, 1, False)]
+
+
+def test_a_run_of_one_device_leaves_out_exactly_the_suites_that_would_only_skip_there():
+    """On CUDA the per-process suites (their setup refuses CUDA runs) and the instruction
+    counts are left out, bench_gpu kept; on the CPU only bench_gpu is left out. A new suite
+    module is placed by what its setup does, not by a list kept by hand."""
+    from torchpulse.results.external import measured_on
+
+    modules = sorted(plan_groups(ROOT / "benchmarks"))
+    cpu_only = {m for m in modules  # _WorkloadSuite's setup calls _check_cpu_run()
+                if re.search(r"_check_cpu_run\(\)|\(_WorkloadSuite\)",
+                             (ROOT / "benchmarks" / f"{m}.py").read_text())}
+    assert {"bench_rnns", "bench_cnns", "bench_autograd", "bench_transformers"} <= cpu_only
+    cpu_only.add("bench_instructions")
+    on_cuda = {m for m in modules if re.match(measured_on("cuda"), f"{m}.X.time_y")}
+    on_cpu = {m for m in modules if re.match(measured_on("cpu"), f"{m}.X.time_y")}
+    assert on_cuda == set(modules) - cpu_only
+    assert on_cpu == set(modules) - {"bench_gpu"}

@@ -67,11 +67,9 @@ def measure(args) -> dict:
     from torchpulse import sizes
     from torchpulse.gpu import measure as m
     from torchpulse.gpu import trace
-    from torchpulse.workloads import build
-
-    tables = {"fastrnns": sizes.FASTRNNS[args.preset],
-              "autograd": {k: r[args.preset] for k, r in sizes.AUTOGRAD.items()
-                           if args.preset in r}}
+    from torchpulse.gpu.measure import sizes_at
+    from torchpulse.workloads.regions import build
+    tables = sizes_at(sizes.by_preset(), args.preset)
     device = m._Device(args.device)
     m.prime(device, m.Phases())
     names = args.workloads.split(",")

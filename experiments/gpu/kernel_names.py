@@ -27,11 +27,10 @@ def main() -> int:
     from torchpulse import sizes
     from torchpulse.autograd import choices as autograd
     from torchpulse.fastrnns import choices as fastrnns
-    from torchpulse.instructions import family
-    from torchpulse.workloads import build
-
-    tables = {"fastrnns": sizes.FASTRNNS[args.preset],
-              "autograd": {m: r[args.preset] for m, r in sizes.AUTOGRAD.items()}}
+    from torchpulse.gpu.measure import sizes_at
+    from torchpulse.workloads import registry
+    from torchpulse.workloads.regions import build
+    tables = sizes_at(sizes.by_preset(), args.preset)
     cuda = args.device != "cpu"  # on the CPU (a dry run): the operators
     activity = ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU
     kind = torch.autograd.DeviceType.CUDA if cuda else torch.autograd.DeviceType.CPU
@@ -40,7 +39,7 @@ def main() -> int:
         if cuda:
             torch.cuda.synchronize()
 
-    for name in family.matching(family.workloads(fastrnns, autograd), args.workloads):
+    for name in registry.matching(registry.workloads(fastrnns, autograd), args.workloads):
         region = build(name, tables, args.device, args.preset, built={})
         for _ in range(region.settle + 2):
             region.run()

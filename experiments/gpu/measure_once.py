@@ -43,7 +43,7 @@ def main() -> int:
     from torchpulse.fastrnns import choices as fastrnns
     from torchpulse.gpu import measure as measuring
     from torchpulse.gpu.measure import measure
-    from torchpulse.instructions import family
+    from torchpulse.workloads import registry
 
     changed = {}
     for setting in args.set:
@@ -53,9 +53,9 @@ def main() -> int:
         changed[key] = type(getattr(measuring, key))(value)
         setattr(measuring, key, changed[key])
 
-    names = family.gpu_selected(family.workloads(fastrnns, autograd), args.workloads)
-    tables = {"fastrnns": sizes.FASTRNNS[args.preset],
-              "autograd": {m: r[args.preset] for m, r in sizes.AUTOGRAD.items()}}
+    names = registry.gpu_selected(registry.workloads(fastrnns, autograd), args.workloads)
+    from torchpulse.gpu.measure import sizes_at
+    tables = sizes_at(sizes.by_preset(), args.preset)
     imported = time.perf_counter() - start
 
     def each(name: str, row: dict) -> None:

@@ -30,7 +30,7 @@ def child(name: str, device: str, preset: str) -> dict:
 
     from torchpulse import sizes
     from torchpulse.timing import RegionClock
-    from torchpulse.workloads import build
+    from torchpulse.workloads.regions import build
 
     phases = {}
 
@@ -51,8 +51,8 @@ def child(name: str, device: str, preset: str) -> dict:
         ((x @ x).sum() + conv(torch.randn(1, 3, 16, 16, device=device)).sum()).backward()
 
     timed("cublas and cudnn", libraries)
-    tables = {"fastrnns": sizes.FASTRNNS[preset],
-              "autograd": {m: r[preset] for m, r in sizes.AUTOGRAD.items()}}
+    from torchpulse.gpu.measure import sizes_at
+    tables = sizes_at(sizes.by_preset(), preset)
     region = timed("build", lambda: build(name, tables, device, preset))
 
     def warm():

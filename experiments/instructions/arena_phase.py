@@ -39,7 +39,7 @@ if tunables:
 if preload:  # in place of torchpulse's malloc
     from pathlib import Path
     count.allocator.library = lambda: Path(preload)
-counted, failed = count.count(names, sizes.INSTRUCTIONS)
+counted, failed = count.count(names, sizes.counting())
 print(json.dumps({"counts": {n: c.counts for n, c in counted.items()}, "failed": failed}))
 """
 

@@ -29,9 +29,10 @@ import json, sys
 from torchpulse import sizes
 from torchpulse.autograd import choices as autograd
 from torchpulse.fastrnns import choices as fastrnns
-from torchpulse.instructions import count, family
+from torchpulse.instructions import count
+from torchpulse.workloads import registry
 tables = json.loads(sys.argv[1])
-names = family.selected(fastrnns, autograd, sys.argv[2])  # as the suite selects
+names = registry.selected(fastrnns, autograd, sys.argv[2])  # as the suite selects
 counted, failed = count.count(names, tables)
 import torchpulse
 print(json.dumps({"counts": {n: c.instructions for n, c in counted.items()}, "failed": failed,
@@ -58,7 +59,7 @@ def main() -> None:
     sys.path.insert(0, str(SRC))
     from torchpulse import sizes
 
-    tables = json.loads(json.dumps(sizes.INSTRUCTIONS))
+    tables = json.loads(json.dumps(sizes.counting()))
     for pair in overrides:
         key, _, value = pair.partition("=")
         tables["fastrnns"][key] = type(tables["fastrnns"][key])(value)

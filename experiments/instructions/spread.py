@@ -21,15 +21,15 @@ def count(out: str, choice: str) -> None:
     from torchpulse.autograd import choices as autograd
     from torchpulse.fastrnns import choices as fastrnns
     from torchpulse.instructions import count as counting
-    from torchpulse.instructions import family
+    from torchpulse.workloads import registry
 
-    if choice in family.SELECTIONS:
-        names = family.selected(fastrnns, autograd, choice)
+    if choice in registry.SELECTIONS:
+        names = registry.selected(fastrnns, autograd, choice)
     else:
-        names = family.matching(family.workloads(fastrnns, autograd), choice)
+        names = registry.matching(registry.workloads(fastrnns, autograd), choice)
     start = time.time()
     counted, failed = counting.count(
-        names, sizes.INSTRUCTIONS,
+        names, sizes.counting(),
         log=lambda line: print(f"{time.time() - start:7.1f}s {line}", file=sys.stderr,
                                flush=True))
     wall = time.time() - start

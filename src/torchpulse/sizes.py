@@ -64,6 +64,19 @@ AUTOGRAD = {
     "multiheadattn": {"cuda": {"batch": 64}, "cpu": {"batch": 64}, "smoke": {"batch": 4}},
 }
 
+# The transformer family (workloads/transformer.py): model -> preset -> sizes. An encoder of
+# ``layers`` post-norm layers (``heads`` attention heads of width d_model / heads, a ReLU
+# feed-forward of ``ffn``) over ``batch`` sequences of ``seq`` tokens under a causal mask.
+# ``cpu``: 9-40 ms regions on one thread; ``cuda``: a BERT-base-like layer at 256 tokens.
+# Its own table: the other suites' digests do not see it.
+TRANSFORMERS = {
+    "encoder": {
+        "cuda": {"batch": 32, "seq": 256, "d_model": 768, "heads": 12, "ffn": 3072,
+                 "layers": 4},
+        "cpu": {"batch": 8, "seq": 64, "d_model": 128, "heads": 4, "ffn": 512, "layers": 2},
+        "smoke": {"batch": 2, "seq": 8, "d_model": 16, "heads": 2, "ffn": 32, "layers": 1}},
+}
+
 
 # The instruction-count family (torchpulse.instructions): sized for counting, the code path a
 # regression would change rather than the arithmetic volume, since callgrind runs at a few
@@ -84,6 +97,11 @@ INSTRUCTIONS = {
                  "warmup": 5, "nloops": 1, "varlen_scale": 0.1, "num_threads": 1},
     "autograd": _INSTRUCTION_AUTOGRAD,
 }
+# the transformer family's counting sizes, a table of its own (INSTRUCTIONS' digest is the
+# version of the older families' counts): two layers, so the stacking runs too
+INSTRUCTION_TRANSFORMERS = {
+    "encoder": {"batch": 2, "seq": 8, "d_model": 16, "heads": 2, "ffn": 32, "layers": 2},
+}
 
 # A workload whose definition changes what it measures gets a new revision here. The suites
 # measure a model only with a package of the same revision (torchpulse.suite, API 3) and put
@@ -91,6 +109,19 @@ INSTRUCTIONS = {
 REVISIONS = {
     "ppl_robust_reg": 2,  # upstream's three Student-t likelihoods, unclamped prior draws
 }
+
+
+def counting() -> dict:
+    """The tables the instruction counts build every family at (one row each, the preset
+    named ``instructions``)."""
+    return {**INSTRUCTIONS, "transformers": INSTRUCTION_TRANSFORMERS}
+
+
+def by_preset() -> dict:
+    """The tables the GPU suite and its workers take (preset -> row; gpu.measure.sizes_at
+    picks one preset's), with the autograd models' revisions."""
+    return {"fastrnns": FASTRNNS, "autograd": AUTOGRAD, "transformers": TRANSFORMERS,
+            "revisions": REVISIONS}
 
 
 def digest(*tables: object) -> str:

@@ -37,7 +37,9 @@ from torchpulse.timing import RegionClock
 # 10: the counted process reads byte-code its stage compiled, and its realpath stops at the
 #    stage's links (instructions/stage_paths.py): the same counts from any environment's
 #    path, up to 0.6 % from API 9's, so the suites do not mix them.
-API_VERSION = 10
+# 11: the transformer family: transformer() builds it for the wall-time suite, and the
+#    counts and the GPU suite take its names (workloads/registry.py).
+API_VERSION = 11
 
 
 @functools.cache
@@ -97,18 +99,41 @@ def _workload(runner: str, family: str, row: str) -> Workload:
     return Workload(spec, preset, device())
 
 
+def transformer(model: str, sizes: dict):  # -> workloads.transformer.Encoder
+    """The transformer family's ``model`` built at ``sizes`` (sizes.TRANSFORMERS: model ->
+    preset -> sizes) for this device's preset, not yet warmed up; built once per process.
+    NotImplementedError (asv's "skipped") for a model or preset without sizes."""
+    return _transformer(model, _frozen(_row(sizes, model)))
+
+
+@functools.cache
+def _transformer(model: str, row: str):
+    import torch
+
+    from torchpulse.workloads.transformer import Encoder
+
+    preset = resolve_preset(device=device())
+    if preset.num_threads:
+        torch.set_num_threads(preset.num_threads)
+    return Encoder(model, json.loads(row), device(), preset.seed)
+
+
 _warm: set[tuple[int, str]] = set()
 
 
-def warm_up(built: Workload, kind: str) -> None:
-    """Warm ``built`` up once per process for what is measured: "forward" passes or training
-    "step"s, until times are steady (``Runner.settle_iterations``, at most the preset's)."""
+def warm_up(built, kind: str) -> None:
+    """Warm ``built`` (a fastrnns Workload or a transformer) up once per process for what is
+    measured: "forward" passes or training "step"s, until times are steady (a runner's
+    ``settle_iterations``, at most its preset's warm-up; a transformer's ``settle``)."""
     if kind not in ("forward", "step"):
         raise ValueError(f"kind must be 'forward' or 'step', not {kind!r}")
     if (id(built), kind) in _warm:
         return
     run = built.forward if kind == "forward" else built.step
-    for _ in range(min(built.runner.settle_iterations, built.preset.warmup)):
+    calls = getattr(built, "settle", None)
+    if calls is None:
+        calls = min(built.runner.settle_iterations, built.preset.warmup)
+    for _ in range(calls):
         run()
     _warm.add((id(built), kind))
 
@@ -173,7 +198,7 @@ def compile_zoo(models: list[str], backends: list[str]) -> dict:
 
 def count_instructions(workloads: list[str], tables: dict) -> dict:
     """The instructions of every workload of the family (``workloads``, names of
-    torchpulse.instructions.family) at ``tables`` (sizes.INSTRUCTIONS of the working tree),
+    torchpulse.workloads.registry) at ``tables`` (sizes.counting() of the working tree),
     counted in one callgrind process (asv's setup_cache), or taken from an earlier count of
     the same inputs (instructions.reuse; not with $TORCHPULSE_COUNT_REUSE=no):
     {"counts": {name: instructions},
@@ -217,10 +242,10 @@ GPU_SUITE_ENV = "TORCHPULSE_GPU_SUITE"
 
 
 def measure_gpu(workloads: list[str], tables: dict) -> dict:
-    """Every workload of ``workloads`` (names of torchpulse.workloads) measured in this process
-    on CUDA at this device's preset of ``tables`` ({"fastrnns": sizes.FASTRNNS, "autograd":
-    sizes.AUTOGRAD, "revisions": sizes.REVISIONS} of the working tree): torchpulse.gpu.measure's
-    figures, plus {"skipped": {name: why}, "unavailable": why nothing was measured, or ""}.
+    """Every workload of ``workloads`` (names of torchpulse.workloads.registry) measured in
+    this process on CUDA at this device's preset of ``tables`` (sizes.by_preset() of the
+    working tree): torchpulse.gpu.measure's figures, plus {"skipped": {name: why},
+    "unavailable": why nothing was measured, or ""}.
 
     Plain dicts, lists and numbers only (asv unpickles this once per benchmark)."""
     import os
@@ -230,18 +255,16 @@ def measure_gpu(workloads: list[str], tables: dict) -> dict:
         return {"unavailable": "the GPU suite measures CUDA runs only", "skipped": {},
                 "workloads": {}, "failed": {}}
     from torchpulse.gpu.measure import measure, sizes_at
-    from torchpulse.instructions.family import split
     from torchpulse.sizes import REVISIONS
+    from torchpulse.workloads.registry import row, split
 
     preset = preset_name()
     rows = sizes_at(tables, preset)
     skipped, run = {}, []
     for name in workloads:
         family, what, _ = split(name)
-        if family != "autograd" and rows["fastrnns"] is None:
-            skipped[name] = f"no sizes for the {preset} preset"
-        elif family == "autograd" and what not in rows["autograd"]:
-            skipped[name] = f"no sizes for {what} at the {preset} preset"
+        if row(name, rows) is None:
+            skipped[name] = f"no sizes for {name} at the {preset} preset"
         elif family == "autograd" and REVISIONS.get(what, 1) != tables["revisions"].get(what, 1):
             skipped[name] = (f"this commit's {what} is revision {REVISIONS.get(what, 1)}; the "
                              f"suite measures revision {tables['revisions'].get(what, 1)}")

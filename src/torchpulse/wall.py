@@ -3,7 +3,7 @@ wall-time side of ``torchpulse compare --python A --python B``.
 
     python -m torchpulse.wall < REQUEST.json > one JSON line a workload
 
-The request names the workloads (workloads.py), the sizes table and the seconds of calls a
+The request names the workloads (workloads/registry.py), the sizes table and the seconds of calls a
 workload gets. The first line out says which torch this process imported (its version, git
 commit, CUDA and debug flags) and the memory resident once it had (``resident``: torch's own
 libraries, what a CUDA build costs every process); then, per workload as it is done,
@@ -95,7 +95,7 @@ def measure_one(name: str, tables: dict, preset: str, seconds: float,
         freeze_long_lived_objects,
         release_long_lived_objects,
     )
-    from torchpulse.workloads import build
+    from torchpulse.workloads.regions import build
 
     gc.collect()
     if peak:

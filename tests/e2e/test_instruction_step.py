@@ -35,8 +35,9 @@ from torchpulse.culprit.runs import Run
 from torchpulse.evaluation import project as evaluation_project
 from torchpulse.fastrnns import choices as fastrnns_choices
 from torchpulse.files import write_json_atomically
-from torchpulse.instructions import count, family, profiles, worker
+from torchpulse.instructions import count, profiles, worker
 from torchpulse.results import asv_results
+from torchpulse.workloads import registry
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("valgrind") is None,
@@ -152,13 +153,13 @@ print(json.dumps({"from": torchpulse.__file__, "failed": sorted(failed), "counte
     name: [c.instructions, c.counts, c.functions, c.seconds] for name, c in counted.items()}}))
 """
 # besides the step's two, for the determinism test: the smallest workload, and one this
-# torchpulse lacks. A count counts each workload with the rest of its group (family.groups),
+# torchpulse lacks. A count counts each workload with the rest of its group (registry.groups),
 # so the determinism test asks for whole groups and compares all of them: the two LSTMs'
 # forwards and backwards, and the robust regression's vjp, jvp, vhp and hvp (allocation-heavy
 # autograd, each counted after those before it in its group)
 OTHERS = ["rnns/cudnn/forward"]
 MISSING = "rnns/nope/forward"
-GROUPS = [name for group in family.groups(family.workloads(fastrnns_choices, autograd_choices),
+GROUPS = [name for group in registry.groups(registry.workloads(fastrnns_choices, autograd_choices),
                                           [WORKLOAD, AUTOGRAD, *OTHERS]) for name in group]
 
 
@@ -204,7 +205,7 @@ def counted(tmp_path_factory):
     every = [*GROUPS, MISSING]
     with concurrent.futures.ThreadPoolExecutor(3) as pool:  # a count does not mind the load
         here = pool.submit(_count, every, reuse_in=root / "runs")
-        # in another order: a child counts a group (family.groups) whatever else is asked
+        # in another order: a child counts a group (registry.groups) whatever else is asked
         there = pool.submit(_count, every[::-1], clone, cwd=elsewhere,
                             env={"ASV_MACHINE": "another-machine", "CI_SOMETHING": "y" * 5000})
         after = pool.submit(_count, [WORKLOAD, AUTOGRAD], changed)
@@ -368,7 +369,7 @@ def test_the_same_inputs_are_not_counted_again(counted, monkeypatch):
     runs = root / "runs"
     (stored,) = [json.loads(p.read_text()) for p in runs.glob("run-*.json")]
     files, folders = stored["inputs"]["files"], stored["inputs"]["folders"]
-    assert "<stage>/p/00/torchpulse/workloads.py" in files
+    assert "<stage>/p/00/torchpulse/workloads/regions.py" in files
     assert "<stage>/p/00/torchpulse" in folders
     assert any(f.startswith("<stage>/p/0") and f.endswith("/torch/lib/libtorch_cpu.so")
                for f in files)

@@ -129,8 +129,9 @@ def test_the_gpu_suite_measures_exact_counters_and_the_memory_a_region_adds():
 
     names = ["rnns/cudnn/forward", "rnns/cudnn/backward", "rnns/py/forward",
              "cnns/resnet18/backward", "autograd/ppl_simple_reg/vjp", "rnns/nope/forward"]
-    tables = {"fastrnns": sizes.FASTRNNS["smoke"],
-              "autograd": {m: r["smoke"] for m, r in sizes.AUTOGRAD.items()}}
+    from torchpulse.gpu.measure import sizes_at
+
+    tables = sizes_at(sizes.by_preset(), "smoke")
     first = measure(names, tables, "cuda", "smoke")
     second = measure(names, tables, "cuda", "smoke")
     assert set(first["failed"]) == {"rnns/nope/forward"}

@@ -16,7 +16,7 @@ from torchpulse.gpu.measure import (
     SLOW_MIN_SAMPLES,
     sample_count,
 )
-from torchpulse.workloads import build
+from torchpulse.workloads.regions import build
 
 SMOKE = {"fastrnns": sizes.FASTRNNS["smoke"],
          "autograd": {m: r["smoke"] for m, r in sizes.AUTOGRAD.items()}}
@@ -51,7 +51,7 @@ def test_a_region_runs_its_measured_part_inside_the_clocks_region():
         build("rnns/cudnn_layernorm/backward", SMOKE, "cpu", "smoke")
     with pytest.raises(ValueError, match="does not run"):
         build("autograd/deepspeech/jvp", SMOKE, "cpu", "smoke")
-    with pytest.raises(ValueError, match="not an instruction workload"):
+    with pytest.raises(ValueError, match="not a workload"):
         build("rnns/cudnn", SMOKE, "cpu", "smoke")
 
 
@@ -110,7 +110,7 @@ def smoke(monkeypatch):
     suite.device.cache_clear()
 
 
-TABLES = {"fastrnns": sizes.FASTRNNS, "autograd": sizes.AUTOGRAD, "revisions": sizes.REVISIONS}
+TABLES = sizes.by_preset()
 
 
 def test_the_suite_measures_cuda_runs_only_unless_asked_for_a_dry_run(smoke, monkeypatch):
@@ -129,20 +129,24 @@ def test_the_suites_dry_run_skips_what_the_sizes_or_revisions_do_not_allow(smoke
     tables = {**TABLES, "autograd": {m: r for m, r in sizes.AUTOGRAD.items() if m != "detr"},
               "revisions": {**sizes.REVISIONS, "ppl_robust_reg": 1}}
     got = suite.measure_gpu(["rnns/cudnn/forward", "autograd/detr/vjp",
-                             "autograd/ppl_robust_reg/vjp", "autograd/resnet18/vjp"], tables)
+                             "autograd/ppl_robust_reg/vjp", "autograd/resnet18/vjp",
+                             "transformers/encoder/backward"], tables)
     [(names, rows, device, preset)] = seen
-    assert names == ["rnns/cudnn/forward", "autograd/resnet18/vjp"]
+    assert names == ["rnns/cudnn/forward", "autograd/resnet18/vjp",
+                     "transformers/encoder/backward"]
+    assert rows["transformers"]["encoder"] == sizes.TRANSFORMERS["encoder"]["smoke"]
     assert (device, preset) == ("cpu", "smoke")
     assert rows["fastrnns"] == sizes.FASTRNNS["smoke"]
     assert rows["autograd"]["resnet18"] == sizes.AUTOGRAD["resnet18"]["smoke"]
     assert got["unavailable"] == ""
     assert got["skipped"] == {
-        "autograd/detr/vjp": "no sizes for detr at the smoke preset",
+        "autograd/detr/vjp": "no sizes for autograd/detr/vjp at the smoke preset",
         "autograd/ppl_robust_reg/vjp": "this commit's ppl_robust_reg is revision 2; the "
                                        "suite measures revision 1"}
     no_preset = suite.measure_gpu(["cnns/resnet18/forward"],
                                   {**TABLES, "fastrnns": {"cpu": sizes.FASTRNNS["cpu"]}})
-    assert no_preset["skipped"] == {"cnns/resnet18/forward": "no sizes for the smoke preset"}
+    assert no_preset["skipped"] == {
+        "cnns/resnet18/forward": "no sizes for cnns/resnet18/forward at the smoke preset"}
 
 
 def test_the_suite_files_each_workloads_kernels_beside_asvs_results(smoke, monkeypatch,

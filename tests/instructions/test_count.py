@@ -17,7 +17,8 @@ import pytest
 
 import torchpulse
 from torchpulse import sizes
-from torchpulse.instructions import callgrind, count, family, normalised, worker
+from torchpulse.instructions import callgrind, count, normalised, worker
+from torchpulse.workloads import registry
 
 
 def test_the_median_window_per_call_and_its_top_functions_are_kept():
@@ -68,7 +69,7 @@ def test_a_heavy_model_is_warmed_up_by_one_call_past_its_settling_the_rest_by_th
     assert worker.warm_up_calls("autograd/ppl_robust_reg/vjp", 1) == 4
     assert worker.warm_up_calls("rnns/jit/backward", 4) == 7
     # a prefix is a model, not the start of another's name
-    assert all(prefix.endswith("/") for prefix in family.HEAVY)
+    assert all(prefix.endswith("/") for prefix in registry.HEAVY)
 
 
 def test_the_workloads_counted_at_once_are_the_cores_or_what_the_user_says(monkeypatch):
@@ -241,7 +242,7 @@ def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
     counted, so a narrowed count (compare, bisect) starts from the dashboard's parent."""
     from torchpulse.autograd import choices as autograd
     from torchpulse.fastrnns import choices as fastrnns
-    from torchpulse.instructions import family
+    from torchpulse.workloads import registry
 
     seen = []
 
@@ -254,7 +255,7 @@ def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
     monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/valgrind")
     monkeypatch.setattr(count.client, "helper", lambda: None)
     monkeypatch.setattr(count, "compile_imports", lambda stage, log=None: None)
-    every = family.workloads(fastrnns, autograd)
+    every = registry.workloads(fastrnns, autograd)
     _, failed = count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
     assert failed == {"rnns/cudnn/forward": "its counting process died before it wrote its "
                                             "result"}
@@ -271,7 +272,7 @@ def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
 def test_each_childs_files_are_read_when_it_finishes_not_after_the_last(monkeypatch):
     """The dumps of a child are read as the counted process says it is done, while the
     others still count (a count of the 72 spent 8.6 s reading them after the last child).
-    A child counts a group (family.groups): what was asked comes back in the selection's
+    A child counts a group (registry.groups): what was asked comes back in the selection's
     order, a failed workload's error with it, and a child that died fails its whole group;
     the rest of a group is counted and said, but not returned."""
     names = ["rnns/cudnn/forward", "rnns/py/forward", "rnns/aten/forward",

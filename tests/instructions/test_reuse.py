@@ -114,10 +114,10 @@ def test_a_place_in_a_stage_is_read_in_the_stage_at_hand_and_in_none_without_one
                                                                                  monkeypatch):
     monkeypatch.setattr(normalised, "FIXED_TMP", str(tmp_path))
     with normalised.stage({}) as stage:
-        key = stage.key(f"{stage.root}/p/00/torchpulse/workloads.py")
-        assert key == "<stage>/p/00/torchpulse/workloads.py"
+        key = stage.key(f"{stage.root}/p/00/torchpulse/sizes.py")
+        assert key == "<stage>/p/00/torchpulse/sizes.py"
         digest = reuse.Digests(stage).file(key)
-        assert digest == reuse.Digests().file(str(normalised.PACKAGE / "workloads.py"))
+        assert digest == reuse.Digests().file(str(normalised.PACKAGE / "sizes.py"))
         assert reuse.Digests(stage).folder("<stage>/p/00/torchpulse") != "absent"
     assert reuse.Digests().file(key) == "absent"  # no stage: never taken for the same
     assert reuse.Digests().folder(str(tmp_path / "gone")) == "absent"
@@ -431,3 +431,24 @@ def test_another_interpreter_is_asked_what_its_counted_process_is_made_of(tmp_pa
         normalised.target(str(bare / "bin" / "python"))
     with pytest.raises(normalised.InterpreterError, match="cannot run"):
         normalised.target(str(tmp_path / "no-such-python"))
+
+
+def test_a_count_stays_reusable_when_a_family_is_added_or_another_familys_sizes_change():
+    """A workload's settings digest its own sizes only: adding the transformer family, or
+    resizing the autograd models, leaves an LSTM's count reusable; its own sizes do not."""
+    def digest(name, tables):
+        return reuse.settings({"name": name, "windows": 4, "window": 10, "tables": tables,
+                               "helper": None})
+
+    tables = sizes.counting()
+    before = digest("rnns/py/forward", dict(sizes.INSTRUCTIONS))
+    assert digest("rnns/py/forward", tables) == before
+    assert digest("rnns/py/forward", {**tables, "autograd": {}}) == before
+    resized = {**tables, "fastrnns": {**tables["fastrnns"], "seq_length": 15}}
+    assert digest("rnns/py/forward", resized) != before
+    encoder = "transformers/encoder/forward"
+    longer = {**tables, "transformers": {"encoder": {**tables["transformers"]["encoder"],
+                                                     "seq": 9}}}
+    assert digest(encoder, longer) != digest(encoder, tables)
+    assert digest("autograd/ppl_simple_reg/vjp", longer) == \
+        digest("autograd/ppl_simple_reg/vjp", tables)

@@ -124,7 +124,8 @@ def _compare_environments(args: argparse.Namespace) -> int:
     from torchpulse.culprit.environments import EnvironmentRuns
     from torchpulse.culprit.report import render_environments
     from torchpulse.fastrnns import choices as fastrnns_choices
-    from torchpulse.instructions import count, family, normalised
+    from torchpulse.instructions import count, normalised
+    from torchpulse.workloads import registry
 
     if len(args.python) != 2 or args.base is not None:
         raise UsageError("compare two environments with exactly two --python options "
@@ -137,7 +138,7 @@ def _compare_environments(args: argparse.Namespace) -> int:
         if not (os.path.isfile(python) and os.access(python, os.X_OK)):
             raise UsageError(f"--python {python}: not an executable file")
     try:
-        workloads = family.selected(fastrnns_choices, autograd_choices, args.workloads)
+        workloads = registry.selected(fastrnns_choices, autograd_choices, args.workloads)
     except ValueError as exc:
         raise UsageError(f"--workloads: {str(exc).split(': ', 1)[-1]}") from None
     for python in args.python:  # before any work: each must import torch
@@ -145,14 +146,12 @@ def _compare_environments(args: argparse.Namespace) -> int:
     reuse_in = None if args.no_instructions else count.reuse_folder()
     # on CUDA too: the workloads bench_gpu measures (not the variable-length Python loops,
     # unless asked for by name), at its sizes
-    on_gpu = family.gpu_selected(workloads, None if args.workloads == "default" else "all") \
+    on_gpu = registry.gpu_selected(workloads, None if args.workloads == "default" else "all") \
         if args.gpu else []
     with EnvironmentRuns(dict(zip(("A", "B"), args.python, strict=True)), workloads,
-                         sizes.INSTRUCTIONS, instructions=not args.no_instructions,
+                         sizes.counting(), instructions=not args.no_instructions,
                          log=lambda line: note("compare", line), reuse_in=reuse_in,
-                         gpu=on_gpu, gpu_tables={"fastrnns": sizes.FASTRNNS,
-                                                 "autograd": sizes.AUTOGRAD,
-                                                 "revisions": sizes.REVISIONS}) as runs:
+                         gpu=on_gpu, gpu_tables=sizes.by_preset()) as runs:
         note("compare", f"{len(workloads)} workloads, B against A, interleaved, up to "
              f"{args.max_runs} runs of each")
         minutes = DEFAULT_MINUTES_ENVIRONMENTS if args.minutes is None else args.minutes

@@ -1,8 +1,8 @@
 """``torchpulse compare --python A --python B``: what one installed environment (a torch build)
 does against another on this machine, workload by workload.
 
-Both sides run this torchpulse's workloads (workloads.py, at the counting sizes of
-``sizes.INSTRUCTIONS``), so the only difference between them is the environment: its torch,
+Both sides run this torchpulse's workloads (workloads/regions.py, at the counting sizes of
+``sizes.counting()``), so the only difference between them is the environment: its torch,
 and whatever is installed beside it. Per workload:
 
 * **instructions** per call, counted under callgrind in each environment (instructions/count:

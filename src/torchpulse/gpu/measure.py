@@ -1,7 +1,7 @@
 """Every CUDA workload of a commit measured in one process: one CUDA context, cuBLAS's and
 cuDNN's handles made once, each model built and warmed up once for all its regions.
 
-Per workload (workloads.py names them) it takes:
+Per workload (workloads/registry.py names them) it takes:
 
 * ``wall``: the region's time per call between CUDA events, synchronized (what the wall-time
   suites time, timing.RegionClock), in seconds, one sample a call;
@@ -33,9 +33,9 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
 from torchpulse.gpu import trace
-from torchpulse.instructions.family import split
 from torchpulse.timing import freeze_long_lived_objects, release_long_lived_objects
-from torchpulse.workloads import Region, build
+from torchpulse.workloads.regions import Region, build
+from torchpulse.workloads.registry import split
 
 MIN_SAMPLES = 8  # wall-time samples a workload gets at least (the suites took 2 x 4-10)
 MAX_SAMPLES = 20
@@ -206,11 +206,17 @@ def _one(region: Region, device: _Device, baseline: int, phases: Phases) -> dict
 
 
 def sizes_at(tables: dict, preset: str) -> dict:
-    """The sizes ``measure`` takes, at ``preset`` of sizes.py's tables (``{"fastrnns",
-    "autograd", ...}`` of the working tree): the fastrnns row (None: none at that preset) and
-    the autograd models that have one."""
-    return {"fastrnns": tables["fastrnns"].get(preset),
-            "autograd": {m: r[preset] for m, r in tables["autograd"].items() if preset in r}}
+    """The sizes ``measure`` takes, at ``preset`` of sizes.py's tables (sizes.by_preset() of
+    the working tree): per table of registry.FAMILIES, its row (None: none at that preset)
+    or, for a table with a row per model, the models that have one."""
+    from torchpulse.workloads.registry import FAMILIES
+
+    out: dict = {}
+    for table, per_model in set(FAMILIES.values()):
+        rows = tables.get(table) or {}
+        out[table] = ({m: r[preset] for m, r in rows.items() if preset in r} if per_model
+                      else rows.get(preset))
+    return out
 
 
 def measure(names: Sequence[str], tables: dict, device: str, preset: str, *,

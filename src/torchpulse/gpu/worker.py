@@ -4,7 +4,7 @@ them for a commit (torchpulse.gpu.measure).
 
     python -m torchpulse.gpu.worker < REQUEST.json > one JSON line a workload
 
-The request names the workloads (workloads.py), the sizes table (``{"fastrnns", "autograd",
+The request names the workloads (workloads/registry.py), the sizes table (``{"fastrnns", "autograd",
 "revisions"}`` of sizes.py) and the preset. The first line out says which torch this process
 imported (torchpulse.wall.build_identity); then, per workload as it is done, ``{"name",
 "kernel_time": [device seconds, a sample a profiled call], "kernels", "syncs",
@@ -24,9 +24,9 @@ def main() -> int:
     import torch
 
     from torchpulse.gpu.measure import measure, sizes_at
-    from torchpulse.instructions.family import split
     from torchpulse.suite import GPU_SUITE_ENV
     from torchpulse.wall import build_identity
+    from torchpulse.workloads.registry import row
 
     request = json.load(sys.stdin)
 
@@ -42,9 +42,7 @@ def main() -> int:
     rows = sizes_at(request["tables"], request["preset"])
     runnable = []
     for name in request["names"]:
-        family, what, _ = split(name)
-        if family == "autograd" and what not in rows["autograd"] or \
-                family != "autograd" and rows["fastrnns"] is None:
+        if row(name, rows) is None:
             emit({"name": name, "error": f"no sizes at the {request['preset']} preset"})
         else:
             runnable.append(name)

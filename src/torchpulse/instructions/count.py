@@ -2,7 +2,7 @@
 
 ``count`` starts the worker (``worker.BOOTSTRAP``) under callgrind in a normalised process
 (normalised.py; importing torch under valgrind costs 12 s: once per commit, not once per
-workload), which counts each group of workloads (family.groups: a runner's or model's, at
+workload), which counts each group of workloads (registry.groups: a runner's or model's, at
 most four, the same whatever is asked) in a child of its own, every core busy, in windows of
 calls; the workloads asked for are returned, their groups' others counted and kept for reuse
 too. Each workload gets the median window's instructions per call with the functions of
@@ -270,7 +270,7 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
           log=None, reuse_in: Path | None = None, python: str | None = None
           ) -> tuple[dict[str, Counted], dict[str, str]]:
     """Count every workload under one callgrind process, with the rest of its group
-    (family.groups), ``processes`` children at a time (``jobs()`` by default):
+    (registry.groups), ``processes`` children at a time (``jobs()`` by default):
     ({name: Counted}, {name: error} for the workloads asked for that failed on their own).
     CountingError when the process fails as a whole. With ``reuse_in`` (a folder,
     reuse.directory()), a group counted before from the same inputs takes those figures
@@ -301,14 +301,14 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
 
 
 def _groups(workloads: Sequence[str]) -> list[list[str]]:
-    """The children that count ``workloads`` (family.groups): each with the other workloads
+    """The children that count ``workloads`` (registry.groups): each with the other workloads
     of its group, which are counted too (and kept for reuse) but not returned."""
     from torchpulse.autograd import choices as autograd_choices
     from torchpulse.fastrnns import choices as fastrnns_choices
-    from torchpulse.instructions import family
+    from torchpulse.workloads import registry
 
-    every = family.workloads(fastrnns_choices, autograd_choices)
-    return family.groups(every, list(dict.fromkeys(workloads)))
+    every = registry.workloads(fastrnns_choices, autograd_choices)
+    return registry.groups(every, list(dict.fromkeys(workloads)))
 
 
 class _Past:

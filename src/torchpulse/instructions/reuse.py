@@ -165,9 +165,13 @@ def context(command: list[str], environ: Mapping[str, str], root: Path, code: Pa
 
 
 def settings(spec: Mapping) -> str:
-    """The digest of one workload's settings (its name, sizes, windows)."""
-    kept = {k: v for k, v in spec.items() if k != "helper"}
+    """The digest of one workload's settings: its name, windows and its own sizes (its row
+    of the tables: another family's sizes, or a new family, leave its count reusable)."""
+    from torchpulse.workloads.registry import row
+
+    kept = {k: v for k, v in spec.items() if k not in ("helper", "tables")}
     kept["helper"] = bool(spec.get("helper"))
+    kept["sizes"] = row(spec["name"], spec.get("tables") or {})
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()
 
 

@@ -1,6 +1,6 @@
 """The process callgrind runs: imports torch and the workloads' code once, warms up the code
 most workloads share (``PREWARM``: valgrind's translations of it are then inherited, not made
-again in every child), then forks one child per group of workloads (family.groups: a
+again in every child), then forks one child per group of workloads (registry.groups: a
 runner's or model's, at most four; ``jobs`` at a time), which builds and warms up each,
 then counts each in turn.
 
@@ -55,7 +55,7 @@ from torchpulse.instructions.callgrind import read_total
 
 # Calls before the counted ones. Python 3.11 quickens a function after its first few calls and
 # specialises its instructions as they run: a count taken earlier includes that work. One call
-# of a heavy model (family.HEAVY) runs each layer's code many times over, so one call past its
+# of a heavy model (registry.HEAVY) runs each layer's code many times over, so one call past its
 # settling is enough there, and each call more costs 0.2-4 s (docs/instructions.md, "Cost").
 EXTRA_WARMUP = 3
 EXTRA_WARMUP_HEAVY = 1
@@ -81,8 +81,8 @@ def calls_for(one_call: int, window: int) -> int:
 
 def build(name: str, tables: dict) -> tuple[Callable, int]:
     """(run(clock), warm-up calls) of a workload, built afresh on the CPU at ``tables``
-    (sizes.INSTRUCTIONS); ValueError for a name this package lacks."""
-    from torchpulse.workloads import build as build_region
+    (sizes.counting()); ValueError for a name this package lacks."""
+    from torchpulse.workloads.regions import build as build_region
 
     region = build_region(name, tables, "cpu", "instructions")
     return region.run, warm_up_calls(name, region.settle)
@@ -91,7 +91,7 @@ def build(name: str, tables: dict) -> tuple[Callable, int]:
 def warm_up_calls(name: str, settle: int) -> int:
     """The uninstrumented calls before ``name`` is counted: its settling and a few more, one
     more only for a heavy model (a name, so that the same workload always gets the same)."""
-    from torchpulse.instructions.family import HEAVY
+    from torchpulse.workloads.registry import HEAVY
 
     return settle + (EXTRA_WARMUP_HEAVY if name.startswith(HEAVY) else EXTRA_WARMUP)
 
@@ -414,7 +414,7 @@ torchpulse.instructions.stage_paths.stop_at_links(sys.argv[1] + "/p")
 torchpulse.instructions.stage_paths.show_maps_in_stage(sys.argv[1] + "/p")
 import torch, torch.func, torch.jit, torch.nn.utils.rnn, torch.autograd.functional
 torch.set_num_threads(1)
-import torchpulse.workloads, torchpulse.autograd.run, torchpulse.fastrnns.runners
+import torchpulse.workloads.regions, torchpulse.autograd.run, torchpulse.fastrnns.runners
 import torchpulse.autograd.models, torchpulse.models
 import torchpulse.instructions.client, torchpulse.instructions.worker as worker
 """

@@ -50,7 +50,7 @@ MEASURED = r"^(?!external\.)"
 # on the CPU; on CUDA the per-process suites (bench_gpu measures their workloads) and the
 # instruction counts (CPU work only). A skip still costs asv a process per benchmark.
 ON_CPU = r"^(?!external\.|bench_gpu\.)"
-ON_CUDA = r"^(?!external\.|bench_(rnns|cnns|autograd|instructions)\.)"
+ON_CUDA = r"^(?!external\.|bench_(rnns|cnns|autograd|transformers|instructions)\.)"
 
 
 def measured_on(device: str) -> str:

@@ -1,11 +1,10 @@
 """The workloads by name, built as regions to run: what callgrind counts on the CPU and what
 the GPU suite measures on CUDA, the same regions the wall-time suites time.
 
-A name is ``rnns/<runner>/forward|backward`` (the fastrnns LSTMs, fixed and variable length),
-``cnns/<runner>/forward|backward`` (the ResNets) or ``autograd/<model>/<task>`` (the
-functional-autograd pairs); ``instructions/family.py`` lists them. A ``Region`` runs one call;
-the measured part of it runs inside ``clock.region()`` of the clock it is given (anything with
-a ``region()`` context manager: timing.RegionClock, a profiler's or a memory meter's).
+A name is ``<family>/<runner or model>/<region or task>`` (registry.py lists them). A
+``Region`` runs one call; the measured part of it runs inside ``clock.region()`` of the
+clock it is given (clock.Clock: the wall clock, the counted region, the profiled clock or
+the memory clock).
 """
 
 from __future__ import annotations
@@ -16,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from torchpulse.instructions.family import split
+from torchpulse.workloads.clock import Clock
+from torchpulse.workloads.registry import row, split
 
-Run = Callable[..., None]  # run(clock=None): one call, its measured part in clock.region()
+Run = Callable[..., None]  # run(clock: Clock | None = None): one call
 
 
 @dataclass
@@ -51,7 +51,7 @@ def _autograd_region(model: str, task: str, row: dict, device: str, preset: str)
     sized = dataclasses.replace(BY_NAME[model], sizes={preset: row})
     prepared = Prepared(sized, task, torch.device(device), preset, DEFAULT_SEED)
 
-    def run(clock=None):
+    def run(clock: Clock | None = None) -> None:
         gc.collect()
         if clock is None:
             prepared.call()
@@ -62,15 +62,40 @@ def _autograd_region(model: str, task: str, row: dict, device: str, preset: str)
     return run
 
 
+def _transformer_region(encoder: Any, region: str) -> Run:
+    if region == "forward":
+        return lambda clock=None: encoder.forward(clock)
+    if region == "backward":  # the forward pass runs too, outside the region
+        return lambda clock=None: encoder.step(backward_clock=clock)
+    raise ValueError(f"unknown region {region!r}")
+
+
+def _transformer(name: str, what: str, tables: dict, device: str, built: dict | None) -> Any:
+    """The encoder of ``name``, shared by its regions through ``built`` as a runner is."""
+    from torchpulse.presets import DEFAULT_SEED
+    from torchpulse.workloads.transformer import Encoder
+
+    key = f"transformers/{what}"
+    encoder = None if built is None else built.get(key)
+    if encoder is None:
+        sizes = row(name, tables)
+        if sizes is None:
+            raise ValueError(f"no sizes for the transformer {what!r}")
+        encoder = Encoder(what, sizes, device, DEFAULT_SEED)
+        if built is not None:
+            built[key] = encoder
+    return encoder
+
+
 def build(name: str, tables: dict, device: str, preset: str, *,
           built: dict | None = None) -> Region:
     """The workload ``name`` at ``tables`` ({"fastrnns": a Preset's fields, "autograd":
-    model -> its getter's sizes}) on ``device``, named ``preset`` (the name its sizes are
-    filed under). ``built`` keeps the fastrnns models already built, by runner: the forward
-    and backward regions of a runner then share one model (the GPU suite: one build a
-    runner); without it every region is built afresh (the instruction counts). Seeded with
-    presets.DEFAULT_SEED, as the suites are. ValueError for a name this torchpulse does not
-    have."""
+    model -> its getter's sizes, "transformers": model -> its sizes}) on ``device``, named
+    ``preset`` (the name its sizes are filed under). ``built`` keeps the models already
+    built, by runner: the forward and backward regions of a runner then share one model
+    (the GPU suite: one build a runner); without it every region is built afresh (the
+    instruction counts). Seeded with presets.DEFAULT_SEED, as the suites are. ValueError
+    for a name this torchpulse does not have."""
     family, what, region = split(name)
     if family in ("rnns", "cnns"):
         from torchpulse.fastrnns.runners import RUNNERS, Workload
@@ -90,4 +115,7 @@ def build(name: str, tables: dict, device: str, preset: str, *,
             raise ValueError(f"no sizes for the autograd model {what!r}")
         return Region(_autograd_region(what, region, tables["autograd"][what], device,
                                        preset), 1)
+    if family == "transformers":
+        encoder = _transformer(name, what, tables, device, built)
+        return Region(_transformer_region(encoder, region), encoder.settle)
     raise AssertionError(family)  # split() admits no other

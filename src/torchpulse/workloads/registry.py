@@ -1,16 +1,29 @@
-"""The workloads by name, and which of them the instruction counts take. Standard library
-only: the asv suites load this file by path from the working tree (benchmarks/_tree.py).
-The GPU suite (bench_gpu) measures every workload on CUDA under the same names.
+"""Every workload by name, and the selections of them each meter takes: the one registry.
+Standard library only: the asv suites load this file by path from the working tree
+(benchmarks/_tree.py), so every commit of a run is measured under the same names.
 
-A workload is ``rnns/<runner>/forward``, ``rnns/<runner>/backward`` (the fastrnns LSTMs,
-fixed and variable length), ``cnns/<runner>/forward|backward`` (the ResNets) or
-``autograd/<model>/<task>`` (the functional-autograd pairs): the same regions the wall-time
-suites time, at the sizes of ``sizes.INSTRUCTIONS``.
+A workload is ``<family>/<runner or model>/<region or task>``:
+``rnns/<runner>/forward|backward`` (the fastrnns LSTMs, fixed and variable length),
+``cnns/<runner>/forward|backward`` (the ResNets), ``autograd/<model>/<task>`` (the
+functional-autograd pairs) and ``transformers/<model>/forward|backward`` (a small
+transformer encoder). The wall-time suites time these regions, the instruction counts count
+them at the counting sizes (sizes.py) and the GPU suite measures them on CUDA.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
+
+# family -> (the sizes table its workloads are built from, whether that table has a row per
+# runner or model rather than one row for the whole family). A family's own table: the
+# suites digest only the tables of the workloads they measure, so a new family leaves every
+# other series' version alone (tests/test_suite.py)
+FAMILIES = {"rnns": ("fastrnns", False), "cnns": ("fastrnns", False),
+            "autograd": ("autograd", True), "transformers": ("transformers", True)}
+# the transformer family's models (workloads/transformer.py builds them), each a forward
+# and a backward region
+TRANSFORMER_MODELS = ("encoder",)
+REGIONS = ("forward", "backward")
 
 
 def rnn_workloads(fastrnns: ModuleType) -> list[str]:
@@ -28,7 +41,7 @@ def rnn_workloads(fastrnns: ModuleType) -> list[str]:
 def cnn_workloads(fastrnns: ModuleType) -> list[str]:
     runners = fastrnns.RUNNERS
     return [f"cnns/{name}/{kind}" for name, info in runners.items() if info.family == "cnns"
-            for kind in ("forward", "backward")]
+            for kind in REGIONS]
 
 
 def autograd_workloads(autograd: ModuleType) -> list[str]:
@@ -37,19 +50,40 @@ def autograd_workloads(autograd: ModuleType) -> list[str]:
             for task in choices.TASKS if task in choices.MODEL_TASKS[model]]
 
 
+def transformer_workloads() -> list[str]:
+    return [f"transformers/{model}/{region}" for model in TRANSFORMER_MODELS
+            for region in REGIONS]
+
+
 def workloads(fastrnns: ModuleType, autograd: ModuleType) -> list[str]:
-    """Every counted workload, in the order one process counts them; ``fastrnns`` and
-    ``autograd`` are the ``choices`` modules of those packages (the suites pass the working
-    tree's)."""
-    return [*rnn_workloads(fastrnns), *cnn_workloads(fastrnns), *autograd_workloads(autograd)]
+    """Every workload, in the order one process counts them; ``fastrnns`` and ``autograd``
+    are the ``choices`` modules of those packages (the suites pass the working tree's)."""
+    return [*rnn_workloads(fastrnns), *cnn_workloads(fastrnns), *autograd_workloads(autograd),
+            *transformer_workloads()]
+
+
+def of_families(names: list[str], families: tuple[str, ...]) -> list[str]:
+    """The names of ``families``, in ``names``' order: what one suite class measures."""
+    return [n for n in names if n.split("/", 1)[0] in families]
 
 
 def split(name: str) -> tuple[str, str, str]:
     """(family, runner or model, region or task) of a workload name; ValueError otherwise."""
     parts = name.split("/")
-    if len(parts) != 3 or parts[0] not in ("rnns", "cnns", "autograd") or not all(parts):
-        raise ValueError(f"not an instruction workload: {name!r}")
+    if len(parts) != 3 or parts[0] not in FAMILIES or not all(parts):
+        raise ValueError(f"not a workload: {name!r}")
     return parts[0], parts[1], parts[2]
+
+
+def row(name: str, rows: dict) -> dict | None:
+    """The sizes ``name`` is built at, of ``rows`` (the tables at one preset: {"fastrnns":
+    one row or None, "autograd": {model: row}, ...}); None where there are none."""
+    family, what, _ = split(name)
+    table, per_model = FAMILIES[family]
+    found = rows.get(table)
+    if per_model:
+        found = (found or {}).get(what)
+    return found if isinstance(found, dict) else None
 
 
 # Left out of the default count (docs/instructions.md, "Cost"): the TorchScript ResNets run
@@ -112,7 +146,7 @@ def group_key(name: str) -> str:
 
 def groups(every: list[str], names: list[str]) -> list[list[str]]:
     """The children a count of ``names`` forks, each a list of workloads counted in it in
-    that order: the chunk of at most GROUP workloads of ``every`` (family.workloads: the
+    that order: the chunk of at most GROUP workloads of ``every`` (``workloads()``: the
     same chunks whatever is asked) that holds each of ``names``, in the order the first of
     ``names`` in each appears; a name not in ``every`` alone (it fails alone)."""
     by_key: dict[str, list[str]] = {}

@@ -1,0 +1,71 @@
+"""The transformer family: built from its sizes, measured region by region like the others."""
+
+import contextlib
+
+import pytest
+import torch
+
+from torchpulse import sizes
+from torchpulse.workloads import registry
+from torchpulse.workloads.clock import Clock
+from torchpulse.workloads.regions import build
+from torchpulse.workloads.transformer import Encoder, SizesError
+
+SMOKE = {"transformers": {m: r["smoke"] for m, r in sizes.TRANSFORMERS.items()}}
+
+
+class Counting:
+    def __init__(self):
+        self.entered = 0
+
+    def region(self):
+        self.entered += 1
+        return contextlib.nullcontext()
+
+
+def test_every_model_has_sizes_at_every_preset_and_for_counting():
+    assert set(sizes.TRANSFORMERS) == set(registry.TRANSFORMER_MODELS)
+    assert set(sizes.INSTRUCTION_TRANSFORMERS) == set(registry.TRANSFORMER_MODELS)
+    for rows in sizes.TRANSFORMERS.values():
+        assert set(rows) == set(sizes.FASTRNNS)  # cuda, cpu, smoke
+
+
+def test_each_region_measures_its_pass_only_and_a_step_leaves_no_gradient_behind():
+    clock = Counting()
+    assert isinstance(clock, Clock)
+    built: dict = {}
+    forward = build("transformers/encoder/forward", SMOKE, "cpu", "smoke", built=built)
+    backward = build("transformers/encoder/backward", SMOKE, "cpu", "smoke", built=built)
+    assert list(built) == ["transformers/encoder"]  # one model for both regions
+    forward.run(clock)
+    backward.run(clock)
+    assert clock.entered == 2 and forward.settle == backward.settle == 2
+    encoder = built["transformers/encoder"]
+    assert all(p.grad is not None and not p.grad.any() for p in encoder.params)
+    timed = Counting()
+    encoder.step(forward_clock=timed, backward_clock=timed)
+    assert timed.entered == 2
+
+
+def test_the_same_seed_builds_the_same_model_and_a_causal_mask_hides_the_future():
+    row = sizes.TRANSFORMERS["encoder"]["smoke"]
+    a, b = Encoder("encoder", row, "cpu", 7), Encoder("encoder", row, "cpu", 7)
+    assert torch.equal(a._forward(), b._forward())
+    changed = a.x.clone()
+    changed[:, -1] += 1.0  # the last token: no earlier position may see it
+    before = a._forward()
+    a.x = changed
+    assert torch.equal(a._forward()[:, :-1], before[:, :-1])
+
+
+@pytest.mark.parametrize("bad", [{"seq": 0}, {"heads": 3}, {"layers": 1.5}, {"extra": 1},
+                                 {"batch": True}])
+def test_sizes_it_cannot_build_are_refused_in_one_line(bad):
+    row = {**sizes.TRANSFORMERS["encoder"]["smoke"], **bad}
+    with pytest.raises(SizesError) as caught:
+        Encoder("encoder", row, "cpu", 1)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match="not in this version"):
+        Encoder("decoder", sizes.TRANSFORMERS["encoder"]["smoke"], "cpu", 1)
+    with pytest.raises(ValueError, match="no sizes for the transformer"):
+        build("transformers/encoder/forward", {"transformers": {}}, "cpu", "smoke")
