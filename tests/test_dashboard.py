@@ -242,6 +242,31 @@ def test_the_site_judges_with_the_settings_of_the_alert_beside_it(project, built
     assert "threshold 90%" in (project.html_dir / "torchpulse.html").read_text()
 
 
+def test_the_verdicts_after_the_last_measurement_are_judged_once_for_site_and_alert(
+        project, built, monkeypatch):
+    """After its measurements the dashboard judges every series once and hands that report
+    to the site; narrowed to a machine, the site (every machine) is judged on its own."""
+    from torchpulse.site import summary
+
+    calls, sites = [], []
+    # the plans of what to measure again judge on their own (the measurements change)
+    monkeypatch.setattr(remeasure, "plan", lambda proj, **k: remeasure.Plan(
+        remeasure.Remeasure((), ()), (), k["done"], False))
+    real_run, real_build = dashboard.pipeline.run, summary.build
+    monkeypatch.setattr(dashboard.pipeline, "run",
+                        lambda *a, **k: calls.append(k) or real_run(*a, **k))
+    monkeypatch.setattr(summary, "build",
+                        lambda *a, **k: sites.append(k.get("report")) or real_build(*a, **k))
+    asv = fake_asv(project, built[1])
+    outcome = dashboard.run(project, dashboard.Options(publish=True, newest=1), asv=asv,
+                            say=lambda _: None)
+    assert len(calls) == 1 and sites == [outcome.report]
+    calls.clear(), sites.clear()
+    dashboard.run(project, dashboard.Options(publish=True, newest=1, machine="synthetic"),
+                  asv=asv, say=lambda _: None)
+    assert [k["machine"] for k in calls] == ["synthetic"] and sites == [None]
+
+
 def dataclass_replace(outcome):
     import dataclasses
 

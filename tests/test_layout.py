@@ -210,3 +210,19 @@ def test_the_detector_is_read_through_its_package(path):
                     if n.startswith("torchpulse.analysis.detector."))
     assert inside == []
 
+
+def test_asv_is_started_from_one_module():
+    """results/asv_process.py starts every asv command (process group, stop on interrupt,
+    one message when it cannot start): no other module builds an asv command line or starts
+    one itself."""
+    by_hand = re.compile(r"""["']-m["'],\s*["']asv["']|\bLAUNCH\b|get_machine_file_path""")
+    starters = {str(p.relative_to(PACKAGE)) for p in sources() if by_hand.search(p.read_text())}
+    assert starters == {"results/asv_process.py"}
+
+
+def test_locks_are_taken_through_one_helper():
+    """files.py's locked_folder and locked_file are how torchpulse waits for a lock; the
+    counting stage's try-lock (instructions/normalised.py: is a stage still in use?) is the
+    one other flock, and it never waits."""
+    users = {str(p.relative_to(PACKAGE)) for p in sources() if "fcntl" in imports(p)}
+    assert users == {"files.py", "instructions/normalised.py"}

@@ -68,9 +68,12 @@ def figures(folder):
     torch = [p.name for p in Path(folder).parents[1].glob(".asv/env/*/lib/python*/site-packages/torch-*.dist-info")]
     print(f"{folder}: python {data['python']}, made from {sys.argv[3 if 'det-a' in folder else 4]}, {torch}")
     columns = data["result_columns"]
-    row = dict(zip(columns, data["results"]["bench_instructions.Instructions.track_instructions"]))
-    names = [eval(p) for p in row["params"][0]]
-    return dict(zip(names, row["result"])), data["env_name"]
+    counts = {}
+    for name, result in data["results"].items():  # every family's class of counts
+        if name.startswith("bench_instructions.") and name.endswith(".track_instructions"):
+            row = dict(zip(columns, result))
+            counts.update(zip([eval(p) for p in row["params"][0]], row["result"]))
+    return counts, data["env_name"]
 
 a, env_a = figures(sys.argv[1])
 b, env_b = figures(sys.argv[2])

@@ -5,17 +5,13 @@ the site, and judge with the alert. `make dashboard`, the CI gate and the Makefi
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import shlex
-import signal
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +21,13 @@ from torchpulse.analysis.defaults import DEFAULT_NEWEST, REMEASURE_PASSES
 from torchpulse.analysis.model import TOO_FEW, Report
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.errors import TorchpulseError
-from torchpulse.files import read_regular, restore, snapshot, write_text_atomically
+from torchpulse.files import (
+    locked_file,
+    read_regular,
+    restore,
+    snapshot,
+    write_text_atomically,
+)
 from torchpulse.instructions import summary
 from torchpulse.results import asv_results, gitrepo, store
 from torchpulse.results.external import measured_on
@@ -84,52 +86,20 @@ class Outcome:
         return EXIT_BENCHMARK_FAILED if self.failed else 0
 
 
-STOP_GRACE_S = 10  # what asv and its benchmark processes get to stop before SIGKILL
-
-
 def run_asv(args: Sequence[str], env: dict[str, str]) -> int:
     """asv in this interpreter (or the command $TORCHPULSE_ASV names), its output streamed
-    to ours, in a process group of its own: interrupted (Ctrl-C, or SIGTERM / SIGHUP read as
-    one), the whole group is stopped before the interrupt goes on, so no benchmark process
-    outlives the dashboard and writes results after the rollback. `asv machine --yes`
-    prints its thirty lines of questions and answers: they are kept, and shown only when it
-    fails."""
-    command = shlex.split(env.get("TORCHPULSE_ASV", "")) or [sys.executable, "-m", "asv"]
-    with tempfile.TemporaryFile() as kept:
-        output = kept if list(args[:1]) == ["machine"] else None
-        try:
-            proc = subprocess.Popen([*command, *args], env=env, start_new_session=True,
-                                    stdout=output, stderr=output)
-        except OSError as exc:
-            raise DashboardError(f"cannot run asv ({' '.join(command)}): "
-                                 f"{exc.strerror}") from None
-        try:
-            rc = proc.wait()
-        except BaseException:
-            _stop_group(proc)
-            raise
-        if output is not None and rc != 0:
-            kept.seek(0)
-            sys.stderr.write(kept.read().decode("utf-8", "replace"))
-        return rc
+    to ours, through results.asv_process: interrupted, its whole process group is stopped
+    before the interrupt goes on, so no benchmark process outlives the dashboard and writes
+    results after the rollback. `asv machine --yes`'s questions and answers are shown only
+    when it fails."""
+    from torchpulse.results import asv_process
 
-
-def _stop_group(proc: subprocess.Popen) -> None:
-    """SIGTERM to ``proc``'s process group, then, after STOP_GRACE_S or as soon as asv has
-    gone, SIGKILL to whatever of the group is left; asv reaped."""
+    own = shlex.split(env.get("TORCHPULSE_ASV", ""))
+    line = [*own, *args] if own else asv_process.command(args)
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # asv past its grace, or a benchmark it left
-    except ProcessLookupError:
-        pass
-    proc.wait()
+        return asv_process.run(line, env=env, quiet=list(args[:1]) == ["machine"]).returncode
+    except asv_process.AsvLaunchError as exc:
+        raise DashboardError(str(exc)) from None
 
 
 def commits_to_measure(project: Project, options: Options) -> list[str]:
@@ -184,21 +154,14 @@ def one_at_a_time(root: Path, say: Callable[[str], None]) -> Iterator[None]:
     with the process that held it, crashed or not. A file of its own: the results and the
     site's folders have locks of their own, which the dashboard takes too."""
     path = root / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:  # not through a link: the lock is ours, not a file elsewhere
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        raise DashboardError(f"{path}: cannot take the dashboard's lock ({exc.strerror})"
-                             ) from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(f"== waiting: another dashboard is running on {root}")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+    with ExitStack() as held:
+        try:  # never through a link (locked_file): the lock is ours, not a file elsewhere
+            held.enter_context(locked_file(
+                path, lambda: say(f"== waiting: another dashboard is running on {root}")))
+        except OSError as exc:
+            raise DashboardError(f"{path}: cannot take the dashboard's lock "
+                                 f"({exc.strerror})") from None
         yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def run(project: Project, options: Options, *, asv: Asv = run_asv,
@@ -250,17 +213,19 @@ def _run(project: Project, options: Options, asv: Asv, say: Callable[[str], None
         failed |= _measure(project, list(plan.remeasure.commits), plan.remeasure.bench_regex(),
                            [], config + named, env, asv, say, REMEASURE_FILE,
                            machine=options.machine)
+    # the verdicts, judged once: the site shows every machine from the first commit, so the
+    # alert's report is the site's unless it is narrowed to a machine or --since
+    verdicts = {"branch": options.branch, "confirmed": done, "settings": options.settings}
+    found = pipeline.run(project, machine=options.machine, since=options.since, **verdicts)
     if options.publish:
         from torchpulse.site import assets, publish
 
         node_modules = assets.find_node_modules(options.assets, project.root)
-        # the site's verdicts with the settings of the alert printed below
+        whole = options.machine is None and options.since is None
         html = publish.publish(project, node_modules, progress=say, alert_settings={
-            "branch": options.branch, "confirmed": done, "settings": options.settings})
+            **verdicts, **({"report": found} if whole else {})})
         say(f"   site written to {html}/; view it with `torchpulse serve`")
     say("== regression alerts")
-    found = pipeline.run(project, machine=options.machine, branch=options.branch,
-                         since=options.since, confirmed=done, settings=options.settings)
     say(reports.render(found, "text").rstrip("\n"))
     if options.alert_output:
         write_text_atomically(Path(options.alert_output),

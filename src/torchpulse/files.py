@@ -177,7 +177,23 @@ def locked_folder(folder: Path, waiting: Callable[[], None] | None = None) -> It
     behind), for the commands that read, change and write what it holds. ``waiting`` is
     called once when another holds it, before waiting for it."""
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder, os.O_RDONLY)
+    with _flocked(os.open(folder, os.O_RDONLY), waiting):
+        yield
+
+
+@contextmanager
+def locked_file(path: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """An exclusive lock on the file ``path`` (made when missing, never through a symbolic
+    link: OSError), for a lock that guards more than one folder. It goes with the process
+    that held it, crashed or not; ``waiting`` as for locked_folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _flocked(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644), waiting):
+        yield
+
+
+@contextmanager
+def _flocked(fd: int, waiting: Callable[[], None] | None) -> Iterator[None]:
+    """The one way torchpulse waits for a lock: flock on ``fd``, closed on the way out."""
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -187,5 +203,4 @@ def locked_folder(folder: Path, waiting: Callable[[], None] | None = None) -> It
             fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        os.close(fd)  # releases the lock

@@ -521,11 +521,12 @@ def test_serve_answers_a_fifo_with_404_and_cuts_a_client_that_dribbles_its_head(
 def test_a_publish_stopped_while_asv_draws_leaves_no_scratch_folder(tmp_path, monkeypatch):
     """SIGTERM (read as Ctrl-C) while asv publish ran: the scratch folder was removed while
     asv went on writing into it, and a `.html.publish-*` folder stayed behind."""
+    import os
     import signal
-    import subprocess
     import sys
     from types import SimpleNamespace
 
+    from torchpulse.results import asv_process
     from torchpulse.site import publish as publishing
 
     writer = ("import sys, time, pathlib\n"
@@ -535,9 +536,10 @@ def test_a_publish_stopped_while_asv_draws_leaves_no_scratch_folder(tmp_path, mo
               "    time.sleep(0.05)\n")
 
     def start(config, out, range_spec, pull):  # asv publish, writing into its output
-        return subprocess.Popen([sys.executable, "-c", writer, str(out)])
+        return asv_process.started([sys.executable, "-c", writer, str(out)],
+                                   env=os.environ)
 
-    monkeypatch.setattr(publishing, "_start_asv_publish", start)
+    monkeypatch.setattr(publishing, "_asv_publish", start)
     monkeypatch.setattr(publishing, "_summarise", lambda project, settings: (None, "none"))
     monkeypatch.setattr(publishing.sanitize, "check_results", lambda results: None)
 

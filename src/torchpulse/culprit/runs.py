@@ -8,7 +8,7 @@ cached), discovers the suite and runs it with its own runner. The commits of one
 (``each``): asv's start and its discovery of the suite are paid once a round. The results
 go to a scratch results tree, never to the project's: a run is read back and its file moved
 aside, so that the next run of the same commit starts clean. asv's machine file is the
-scratch folder's too, not the user's ~/.asv-machine.json (results.scratch_asv). Benchmarks
+scratch folder's too, not the user's ~/.asv-machine.json (results.asv_process). Benchmarks
 are selected by asv's own ``--bench`` matching, which for a parameterised benchmark matches
 ``name(p1, p2)`` and so runs only the parameter combinations still undecided.
 """
@@ -105,7 +105,7 @@ class AsvRuns:
         self.results_dir = workdir / "results"
         self.kept = workdir / "runs"
         self.config = workdir / "asv.conf.json"
-        # asv's machine file, in the scratch folder: not the user's (results.scratch_asv)
+        # asv's machine file, in the scratch folder: not the user's (results.asv_process)
         self.machine_file = workdir / "asv-machine.json"
         self.count = 0
         self._resolved: dict[str, str] = {}
@@ -131,17 +131,15 @@ class AsvRuns:
         self._asv(["machine", "--yes"], "describing this machine")
 
     def _asv(self, args: list[str], what: str) -> subprocess.CompletedProcess[str]:
-        from torchpulse.results import scratch_asv
+        from torchpulse.results import asv_process
 
         named = ["--machine", self.machine] if self.machine else []
-        command = scratch_asv.command(self.python, args[0], "--config", str(self.config),
-                                      *named, *args[1:])
-        proc = subprocess.run(command, cwd=self.project.root,
-                              env=scratch_asv.environment(self.machine_file),
-                              capture_output=True, text=True, check=False)
         log = self.workdir / "asv.log"
-        with log.open("a") as out:
-            out.write(f"$ asv {' '.join(command[3:])}\n{proc.stdout}{proc.stderr}\n")
+        proc = asv_process.run(
+            asv_process.command([args[0], "--config", str(self.config), *named, *args[1:]],
+                                python=self.python, scratch=True),
+            env=asv_process.environment(self.machine_file), cwd=self.project.root,
+            capture=True, log=log)
         if proc.returncode not in (0, 2):  # 2: a benchmark failed, which the values show
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             hint = ("; --bench matched no benchmark (a parameterised one is named with its "

@@ -75,8 +75,14 @@ def run_asv(project: Path, history: list[str], truths: list[Truth]) -> Found:
     params: dict[str, list[str]] = defaultdict(list)  # asv names a combination by index
     for t in truths:
         params[t.benchmark].append(t.param)
-    _run([sys.executable, "-m", "asv", "publish", "--config", str(project / "asv.conf.json")],
-         "asv publish", cwd=project)
+    from torchpulse.results import asv_process
+
+    proc = asv_process.run(asv_process.command(["publish", "--config",
+                                                str(project / "asv.conf.json")]),
+                           env=asv_process.base_environment(), cwd=project, capture=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise EvaluationError(f"asv publish failed (exit {proc.returncode}): {tail}")
     html = project / "html"
     revision_to_hash = json.loads((html / "index.json").read_text())["revision_to_hash"]
     position = {c: i for i, c in enumerate(history)}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
 from torchpulse.fleet.plan import Shard
-from torchpulse.results import scratch_asv
+from torchpulse.results import asv_process
 from torchpulse.results.project import Project
 from torchpulse.results.store import check_name
 
@@ -93,17 +93,16 @@ class Node:
 
     def _environment(self) -> dict[str, str]:
         """asv's environment on this node: its own machine file, in the scratch folder
-        (results.scratch_asv)."""
-        return scratch_asv.environment(self.scratch / "asv-machine.json")
+        (results.asv_process)."""
+        return asv_process.environment(self.scratch / "asv-machine.json")
+
+    def _command(self, *args: str) -> list[str]:
+        return asv_process.command([args[0], "--config", str(self.config), "--machine",
+                                    self.machine, *args[1:]], python=self.python, scratch=True)
 
     def _asv(self, *args: str) -> subprocess.CompletedProcess[str]:
-        command = scratch_asv.command(self.python, args[0], "--config", str(self.config),
-                                      "--machine", self.machine, *args[1:])
-        proc = subprocess.run(command, cwd=self.project.root, env=self._environment(),
-                              capture_output=True, text=True, check=False)
-        with self.log.open("a") as out:
-            out.write(f"$ asv {' '.join(command[3:])}\n{proc.stdout}{proc.stderr}\n")
-        return proc
+        return asv_process.run(self._command(*args), env=self._environment(),
+                               cwd=self.project.root, capture=True, log=self.log)
 
     def prepare(self) -> None:
         if self.results.exists():
@@ -135,30 +134,28 @@ class Node:
         the last one's when it exits. Commits asv stored nothing for come with {}."""
         hashfile = self.scratch / "commits.txt"
         hashfile.write_text("".join(f"{c}\n" for c in commits))
-        command = scratch_asv.command(
-            self.python, "run", "--config", str(self.config), "--machine", self.machine,
-            "--bench", self.bench, "--record-samples", "--interleave-rounds", "--show-stderr",
-            f"HASHFILE:{hashfile}")
+        command = self._command("run", "--bench", self.bench, "--record-samples",
+                                "--interleave-rounds", "--show-stderr", f"HASHFILE:{hashfile}")
         by_prefix = {c[:8]: c for c in commits}
         handed: set[str] = set()
         current: str | None = None
         tail: list[str] = []
         with self.log.open("a") as log:
             log.write(f"$ asv {' '.join(command[3:])}\n")
-            proc = subprocess.Popen(command, cwd=self.project.root, env=self._environment(),
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True)
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                log.write(line)
-                tail = [*tail[-20:], line]
-                started = final_round_commit(line)
-                if started in by_prefix:
-                    if current is not None:
-                        handed.add(current)
-                        yield current, self.files(current)
-                    current = by_prefix[started]
-            code = proc.wait()
+            with asv_process.started(command, env=self._environment(), cwd=self.project.root,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True) as proc:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    log.write(line)
+                    tail = [*tail[-20:], line]
+                    started = final_round_commit(line)
+                    if started in by_prefix:
+                        if current is not None:
+                            handed.add(current)
+                            yield current, self.files(current)
+                        current = by_prefix[started]
+                code = proc.wait()
         text = "".join(tail)
         if code not in (0, 2) and "No benchmarks selected" not in text:  # 2: a benchmark
             last = [ln.strip() for ln in tail if ln.strip()][-1:] or ["no output"]  # failed

@@ -24,15 +24,14 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.files import write_text_atomically
-from torchpulse.results import builds
+from torchpulse.files import locked_folder, write_text_atomically
+from torchpulse.results import asv_process, builds
 from torchpulse.results.gitrepo import GitError
 from torchpulse.results.project import Project
 
@@ -154,13 +153,10 @@ def environment_name(project: Project) -> str:
 
 @contextlib.contextmanager
 def recording(project: Project, python: str = sys.executable) -> Iterator[Path]:
-    """The launcher pointed at ``python``, held for one record at a time (a lock beside it:
-    another record of the project waits), written all or nothing."""
-    from filelock import FileLock
-
+    """The launcher pointed at ``python``, held for one record at a time (a lock on its
+    folder: another record of the project waits), written all or nothing."""
     path = launcher(project)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path.parent / "lock")):
+    with locked_folder(path.parent):
         write_text_atomically(path, f'#!/bin/sh\nexec {shlex.quote(python)} "$@"\n')
         os.chmod(path, 0o755)
         yield path
@@ -171,28 +167,24 @@ def asv_commands(project: Project, sha: str, bench: str, machine: str | None,
                  interpreter: Path | None = None) -> list[list[str]]:
     """The asv commands that record ``sha``: this machine's description, then the run in
     this interpreter's environment, named after ``interpreter`` (the launcher) when given."""
-    asv = [python, "-m", "asv"]
     config = ["--config", str(project.config)]
     named = ["--machine", machine] if machine else []
-    run = [*asv, "run", *config, *named, "--environment",
-           f"existing:{interpreter or python}",
+    run = ["run", *config, *named, "--environment", f"existing:{interpreter or python}",
            "--set-commit-hash", sha, "--record-samples", "--show-stderr", "--bench", bench]
     if quick:
         run.append("--quick")
-    return [[*asv, "machine", "--yes", *config, *named], run]
+    return [asv_process.command(["machine", "--yes", *config, *named], python=python),
+            asv_process.command(run, python=python)]
 
 
 def asv_environment(sha: str | None = None, project: Project | None = None) -> dict[str, str]:
-    """This process's environment for asv, with PYTHONPATH kept for the benchmarks (asv drops
-    it unless it comes as ASV_PYTHONPATH): they must see what this process sees. For a
-    record of ``project``, what the instruction counts' function profiles are filed by,
-    which asv gives the benchmarks of an "existing" environment none of (no ASV_COMMIT,
-    ASV_ENV_NAME or ASV_CONF_DIR): the commit, the environment's name, the folder."""
+    """This process's environment for asv (asv_process.base_environment). For a record of
+    ``project``, what the instruction counts' function profiles are filed by, which asv
+    gives the benchmarks of an "existing" environment none of (no ASV_COMMIT, ASV_ENV_NAME
+    or ASV_CONF_DIR): the commit, the environment's name, the folder."""
     from torchpulse.instructions import profiles
 
-    env = dict(os.environ)
-    if env.get("PYTHONPATH") and "ASV_PYTHONPATH" not in env:
-        env["ASV_PYTHONPATH"] = env["PYTHONPATH"]
+    env = asv_process.base_environment()
     if sha is not None:
         env[profiles.RECORD_COMMIT_ENV] = sha
     if project is not None:
@@ -203,12 +195,11 @@ def asv_environment(sha: str | None = None, project: Project | None = None) -> d
 
 def run(commands: list[list[str]], cwd: Path, sha: str | None = None,
         project: Project | None = None) -> int:
-    """Run ``commands`` in turn (output streamed); the first non-zero exit status, else 0."""
+    """Run ``commands`` in turn (output streamed; `asv machine`'s description of the machine
+    only when it fails); the first non-zero exit status, else 0."""
     env = asv_environment(sha, project)
     for command in commands:
-        quiet = command[3] == "machine"  # its description of the machine is noise here
-        proc = subprocess.run(command, cwd=cwd, env=env, check=False,
-                              stdout=subprocess.DEVNULL if quiet else None)
+        proc = asv_process.run(command, env=env, cwd=cwd, quiet=command[3] == "machine")
         if proc.returncode != 0:
             return proc.returncode
     return 0

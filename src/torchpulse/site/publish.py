@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.results import asv_results
+from torchpulse.results import asv_process, asv_results
 from torchpulse.results.project import Project
 from torchpulse.site import assets, sanitize, target
 from torchpulse.site.names import ALERTS_JSON, PAGE
@@ -46,23 +46,20 @@ def add_nav_link(index: Path) -> None:
                      encoding="utf-8")
 
 
-def _start_asv_publish(config: Path, out: Path, range_spec: str | None,
-                       pull: bool) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "asv", "publish", "--config", str(config.resolve()),
-           "--html-dir", str(out.resolve())]
-    cmd += [] if pull else ["--no-pull"]
-    cmd += [range_spec] if range_spec else []
+def _asv_publish(config: Path, out: Path, range_spec: str | None,
+                 pull: bool) -> AbstractContextManager[subprocess.Popen]:
+    """asv publish started (results.asv_process): stopped, group and all, when the block
+    is left by an exception, so that it never writes on into the scratch."""
+    args = ["publish", "--config", str(config.resolve()), "--html-dir", str(out.resolve())]
+    args += [] if pull else ["--no-pull"]
+    args += [range_spec] if range_spec else []
     # asv resolves the config's relative paths against the working directory
-    return subprocess.Popen(cmd, cwd=config.parent)
+    return asv_process.started(asv_process.command(args), env=asv_process.base_environment(),
+                               cwd=config.parent)
 
 
 def _finish_asv_publish(proc: subprocess.Popen) -> None:
-    try:
-        proc.wait()
-    except BaseException:  # stopped (Ctrl-C, SIGTERM): asv must not write on into the scratch
-        proc.kill()
-        proc.wait()
-        raise
+    proc.wait()
     if proc.returncode != 0:
         raise PublishError(f"asv publish failed (exit {proc.returncode}; its output is above)")
 
@@ -111,18 +108,13 @@ def _publish(project: Project, node_modules: Path, html: Path, range_spec: str |
     try:
         progress("== asv publish")
         asv_results.check_tree(project.results_dir)
-        proc = _start_asv_publish(project.config, scratch, range_spec, pull)
-        try:
+        with _asv_publish(project.config, scratch, range_spec, pull) as proc:
             # while asv draws its graphs: the check that stops it on an infinity (it would
             # never end), and torchpulse's verdicts, which read the same results (through
             # the index) and write nothing of the site until asv is done
             sanitize.check_results(project.results_dir)
             summary, error = _summarise(project, alert_settings)
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
-        _finish_asv_publish(proc)
+            _finish_asv_publish(proc)
         from torchpulse.site import regressions
 
         vendored = assets.vendor(scratch, node_modules)

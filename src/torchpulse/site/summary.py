@@ -132,11 +132,14 @@ def _machine_info(results_dir: Path, machine: str) -> dict[str, str]:
     return {k: str(v) for k, v in data.items() if k not in ("machine", "version")}
 
 
-def build(project: Project, branch: str | None = None, **settings: object) -> Summary:
+def build(project: Project, branch: str | None = None, report: Report | None = None,
+          **settings: object) -> Summary:
     """The summary of every machine in ``project``'s results tree (``settings``: the
-    alert's, as ``pipeline.run`` takes them; its defaults when none)."""
+    alert's, as ``pipeline.run`` takes them; its defaults when none). ``report``: that
+    run's report of every machine, when the caller has it (the dashboard's alert)."""
     results_dir = project.results_dir
-    report = run(project, branch=branch, **settings)
+    if report is None:
+        report = run(project, branch=branch, **settings)
     history = report.history
     names = declared_param_names(results_dir)
     machines = []

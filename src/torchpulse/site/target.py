@@ -16,7 +16,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
-import fcntl
 import importlib.util
 import os
 import re
@@ -27,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
+from torchpulse.files import locked_folder
 from torchpulse.results.project import Project
 from torchpulse.results.protected import inside, kept
 
@@ -98,14 +98,8 @@ def _asv_names() -> set[str]:
 def locked(target: Path) -> Iterator[None]:
     """Exclusive while publishing to ``target``: a flock on its parent folder (no lock file
     left behind). A second publish waits for the first."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target.parent, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with locked_folder(target.parent):
         yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def remove_leftovers(target: Path) -> int:
