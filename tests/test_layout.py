@@ -226,3 +226,26 @@ def test_locks_are_taken_through_one_helper():
     one other flock, and it never waits."""
     users = {str(p.relative_to(PACKAGE)) for p in sources() if "fcntl" in imports(p)}
     assert users == {"files.py", "instructions/normalised.py"}
+
+
+def test_no_two_parts_of_the_package_reach_each_other():
+    """The import graph between the package's parts (top-level packages and modules, lazy
+    imports included) has no circle: gpu/ and suite.py reached each other through a constant
+    (experiments/layout_figures.py prints the graph)."""
+    edges: dict[str, set[str]] = {}
+    for path in sources():
+        here = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        edges.setdefault(here, set()).update(
+            n.split(".")[1] for n in imports(path)
+            if n.startswith("torchpulse.") and n.split(".")[1] != here)
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in edges.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    assert [part for part in edges if part in reach(part)] == []

@@ -67,7 +67,7 @@ AUTOGRAD = {
 # The transformer family (workloads/transformer.py): model -> preset -> sizes. An encoder of
 # ``layers`` post-norm layers (``heads`` attention heads of width d_model / heads, a ReLU
 # feed-forward of ``ffn``) over ``batch`` sequences of ``seq`` tokens under a causal mask.
-# ``cpu``: 9-40 ms regions on one thread; ``cuda``: a BERT-base-like layer at 256 tokens.
+# ``cpu``: 9-18 ms regions on one thread; ``cuda``: a BERT-base-like layer at 256 tokens.
 # Its own table: the other suites' digests do not see it.
 TRANSFORMERS = {
     "encoder": {

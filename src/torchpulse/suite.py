@@ -16,6 +16,7 @@ import functools
 import json
 
 from torchpulse.fastrnns.runners import RUNNERS, Workload
+from torchpulse.gpu import GPU_SUITE_ENV
 from torchpulse.presets import Preset, default_device, resolve_preset
 from torchpulse.timing import RegionClock
 
@@ -236,9 +237,6 @@ def count_instructions(workloads: list[str], tables: dict) -> dict:
             "failed": failed, "unavailable": ""}
 
 
-# $TORCHPULSE_GPU_SUITE=cpu runs the GPU suite on a CPU run: a dry run of its path (wall
-# times; no kernels, no GPU memory), never a figure
-GPU_SUITE_ENV = "TORCHPULSE_GPU_SUITE"
 
 
 def measure_gpu(workloads: list[str], tables: dict) -> dict:

@@ -8,6 +8,7 @@ import pytest
 
 from torchpulse import sizes, suite
 from torchpulse.fastrnns import runners
+from torchpulse.gpu import GPU_SUITE_ENV
 from torchpulse.gpu import measure as gpu_measure
 from torchpulse.gpu.measure import (
     MAX_SAMPLES,
@@ -121,7 +122,7 @@ def test_the_suite_measures_cuda_runs_only_unless_asked_for_a_dry_run(smoke, mon
 
 def test_the_suites_dry_run_skips_what_the_sizes_or_revisions_do_not_allow(smoke,
                                                                            monkeypatch):
-    monkeypatch.setenv(suite.GPU_SUITE_ENV, "cpu")
+    monkeypatch.setenv(GPU_SUITE_ENV, "cpu")
     seen = []
     monkeypatch.setattr(gpu_measure, "measure", lambda names, rows, device, preset, **k: (
         seen.append((names, rows, device, preset)) or
@@ -156,7 +157,7 @@ def test_the_suite_files_each_workloads_kernels_beside_asvs_results(smoke, monke
     what asv unpickles once per benchmark."""
     from torchpulse.instructions import profiles
 
-    monkeypatch.setenv(suite.GPU_SUITE_ENV, "cpu")
+    monkeypatch.setenv(GPU_SUITE_ENV, "cpu")
     sha = "c" * 40
     for name, value in (("ASV_COMMIT", sha), ("ASV_ENV_NAME", "env-1"),
                         ("ASV_CONF_DIR", str(tmp_path))):
@@ -185,7 +186,7 @@ def test_compare_measures_each_environment_on_cuda_through_its_worker(monkeypatc
 
     from torchpulse.culprit import environments as envs
 
-    monkeypatch.setenv(suite.GPU_SUITE_ENV, "cpu")
+    monkeypatch.setenv(GPU_SUITE_ENV, "cpu")
     tables = {**TABLES, "autograd": {}}  # no autograd sizes: that pair cannot run
     import os
 

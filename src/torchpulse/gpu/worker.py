@@ -23,8 +23,8 @@ import sys
 def main() -> int:
     import torch
 
+    from torchpulse.gpu import GPU_SUITE_ENV
     from torchpulse.gpu.measure import measure, sizes_at
-    from torchpulse.suite import GPU_SUITE_ENV
     from torchpulse.wall import build_identity
     from torchpulse.workloads.registry import row
 
