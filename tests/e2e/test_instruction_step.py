@@ -381,7 +381,7 @@ def test_the_same_inputs_are_not_counted_again(counted, monkeypatch):
     def not_started(*args, **kwargs):
         raise AssertionError("counted again")
 
-    monkeypatch.setattr(count, "_run", not_started)
+    monkeypatch.setattr(count.process, "run", not_started)
     again, failed = count.count(list(here["counted"]), sizes.INSTRUCTIONS, reuse_in=runs)
     assert failed == {} and all(c.reused for c in again.values())
     assert {n: (c.instructions, c.counts, c.functions) for n, c in again.items()} == \

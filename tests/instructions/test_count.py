@@ -17,7 +17,7 @@ import pytest
 
 import torchpulse
 from torchpulse import sizes
-from torchpulse.instructions import callgrind, count, normalised, worker
+from torchpulse.instructions import callgrind, count, messages, normalised, worker
 from torchpulse.workloads import registry
 
 
@@ -73,14 +73,14 @@ def test_a_heavy_model_is_warmed_up_by_one_call_past_its_settling_the_rest_by_th
 
 
 def test_the_workloads_counted_at_once_are_the_cores_or_what_the_user_says(monkeypatch):
-    monkeypatch.delenv(count.JOBS_ENV, raising=False)
-    assert count.jobs() == len(os.sched_getaffinity(0))
-    monkeypatch.setenv(count.JOBS_ENV, "3")
-    assert count.jobs() == 3
+    monkeypatch.delenv(count.process.JOBS_ENV, raising=False)
+    assert count.process.jobs() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv(count.process.JOBS_ENV, "3")
+    assert count.process.jobs() == 3
     for bad in ("0", "-1", "two", "1.5"):
-        monkeypatch.setenv(count.JOBS_ENV, bad)
+        monkeypatch.setenv(count.process.JOBS_ENV, bad)
         with pytest.raises(count.CountingError, match="TORCHPULSE_COUNT_JOBS must be a whole"):
-            count.jobs()
+            count.process.jobs()
 
 
 def test_the_counted_process_sees_nothing_of_its_callers_surroundings(tmp_path, monkeypatch):
@@ -145,8 +145,8 @@ def test_a_malloc_the_loader_cannot_preload_fails_the_count_in_one_line(monkeypa
     broken = tmp_path / "fixed-cost-malloc-broken.so"
     broken.write_text("not a shared library")
     monkeypatch.setattr(count.allocator, "library", lambda: broken)
-    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/valgrind")
-    monkeypatch.setattr(count, "_run", lambda *args, **kwargs: pytest.fail("counted anyway"))
+    monkeypatch.setattr(count.process, "valgrind", lambda: "/usr/bin/valgrind")
+    monkeypatch.setattr(count.process, "run", lambda *args, **kwargs: pytest.fail("counted anyway"))
     with pytest.raises(count.CountingError) as raised:
         count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
     message = str(raised.value)
@@ -159,7 +159,7 @@ def test_without_a_c_compiler_counting_fails_in_one_line(monkeypatch, tmp_path):
     # the allocator is not optional: glibc's would give counts of another level
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # nothing built before
     monkeypatch.setenv("CC", "no-such-compiler")
-    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/valgrind")
+    monkeypatch.setattr(count.process, "valgrind", lambda: "/usr/bin/valgrind")
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(count.CountingError, match="^instruction counts need a C compiler"):
         count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
@@ -251,10 +251,10 @@ def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
         assert len(keep) == 1  # the stage's lock goes with the counted process
         return 0, ""
 
-    monkeypatch.setattr(count, "_run", fake_run)
-    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/valgrind")
+    monkeypatch.setattr(count.process, "run", fake_run)
+    monkeypatch.setattr(count.process, "valgrind", lambda: "/usr/bin/valgrind")
     monkeypatch.setattr(count.client, "helper", lambda: None)
-    monkeypatch.setattr(count, "compile_imports", lambda stage, log=None: None)
+    monkeypatch.setattr(count.process, "compile_imports", lambda stage, log=None: None)
     every = registry.workloads(fastrnns, autograd)
     _, failed = count.count(["rnns/cudnn/forward"], sizes.INSTRUCTIONS)
     assert failed == {"rnns/cudnn/forward": "its counting process died before it wrote its "
@@ -312,10 +312,10 @@ def test_each_childs_files_are_read_when_it_finishes_not_after_the_last(monkeypa
                 path.unlink()
         return 0, ""
 
-    monkeypatch.setattr(count, "_run", fake_run)
-    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/valgrind")
+    monkeypatch.setattr(count.process, "run", fake_run)
+    monkeypatch.setattr(count.process, "valgrind", lambda: "/usr/bin/valgrind")
     monkeypatch.setattr(count.client, "helper", lambda: None)
-    monkeypatch.setattr(count, "_prepare", lambda *args: None)
+    monkeypatch.setattr(count.process, "prepare", lambda *args: None)
     counted, failed = count.count(names, sizes.INSTRUCTIONS, log=lines.append)
     assert staged == [["rnns/cudnn/forward", "rnns/cudnn/backward"],
                       ["rnns/py/forward", "rnns/py/backward"],
@@ -425,8 +425,12 @@ def test_every_child_starts_from_the_same_state_whatever_its_index(tmp_path):
     code = probes[0][1]
     assert all(other == code for _, other in probes), probes
     assert "JUMP_BACKWARD_QUICK" in code  # quickened before the first child: the loop ran
-    # every child was reaped and said
-    assert sorted(done.stderr.splitlines()) == sorted(f"counted {i}" for i in range(12))
+    # every child was reaped and said so in the lines the count reads (messages.py)
+    ended = [messages.read_progress(line, 12) for line in done.stderr.splitlines()]
+    assert sorted(ended, key=lambda e: e.index) == [messages.Progress("counted", i)
+                                                     for i in range(12)]
+    assert sorted(done.stderr.splitlines()) == sorted(messages.progress_line(i, 0)
+                                                      for i in range(12))
 
 
 def test_inside_the_counted_process_realpath_stops_at_the_stages_links(tmp_path,
@@ -480,7 +484,7 @@ def test_the_counted_process_reads_byte_code_compiled_from_the_stages_paths(tmp_
         assert cache == stage.root / normalised.CACHE
         assert stage.environ["PYTHONDONTWRITEBYTECODE"] == "1"  # the counted process writes none
         logged = []
-        count.compile_imports(stage, logged.append)
+        count.process.compile_imports(stage, logged.append)
         compiled = list(cache.rglob("*.pyc"))
         torch_init = [p for p in compiled if p.parent.name == "torch"
                       and p.name.startswith("__init__.")]
@@ -496,7 +500,7 @@ def test_the_counted_process_reads_byte_code_compiled_from_the_stages_paths(tmp_
         monkeypatch.setattr(count.worker, "COMPILE", "import not_a_module_anywhere")
         with pytest.raises(count.CountingError, match="cannot import what it counts: "
                            "ModuleNotFoundError"):
-            count.compile_imports(stage)
+            count.process.compile_imports(stage)
 
 
 MAPS_PROBE = """

@@ -194,8 +194,8 @@ def test_a_count_from_one_environment_is_never_taken_by_another_but_by_itself_mo
     Counted process faked: it reports the package's module through the stage's link and
     the library by its resolved path, as worker.inputs does."""
     monkeypatch.setattr(normalised, "FIXED_TMP", str(tmp_path))
-    monkeypatch.setattr(count, "_prepare", lambda stage, built, log=None: None)
-    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
+    monkeypatch.setattr(count.process, "prepare", lambda stage, built, log=None: None)
+    monkeypatch.setattr(count.process, "valgrind", lambda: "/usr/bin/true")
     monkeypatch.setattr(count.client, "helper", lambda: None)
     roots: list[Path] = []
     monkeypatch.setattr(normalised, "import_roots", lambda: list(roots))
@@ -273,13 +273,13 @@ def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypat
             (cwd / "out" / worker.file_name(index)).write_text(json.dumps({"error": "faked"}))
         return 0, ""
 
-    monkeypatch.setattr(count, "_run", fake_run)
-    monkeypatch.setattr(count, "_prepare", lambda stage, built, log=None: None)
-    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
+    monkeypatch.setattr(count.process, "run", fake_run)
+    monkeypatch.setattr(count.process, "prepare", lambda stage, built, log=None: None)
+    monkeypatch.setattr(count.process, "valgrind", lambda: "/usr/bin/true")
     monkeypatch.setattr(count.client, "helper", lambda: None)
     # what an earlier count of rnns/py/forward stored, from this stage's context
     with normalised.stage(count.ENVIRONMENT, preload=count.allocator.library()) as stage:
-        cmd = count.command(stage, 0, 0, instr_at_start=True)[:-2]
+        cmd = count.process.command(stage, 0, 0, instr_at_start=True)[:-2]
         ctx = reuse.context(cmd, stage.environ, stage.root, Path(count.__file__).parent)
     def spec(name):
         return {"name": name, "windows": count.WINDOWS, "window": count.WINDOW,
@@ -340,8 +340,8 @@ def test_a_stored_run_that_is_a_link_to_a_device_or_a_fifo_is_skipped_unread(tmp
 def _counted_by(monkeypatch, made_of: dict):
     """count() with the counted process replaced: rnns/py/forward counted, its child made of
     ``made_of`` (worker.inputs)."""
-    monkeypatch.setattr(count, "_prepare", lambda stage, built, log=None: None)
-    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
+    monkeypatch.setattr(count.process, "prepare", lambda stage, built, log=None: None)
+    monkeypatch.setattr(count.process, "valgrind", lambda: "/usr/bin/true")
     monkeypatch.setattr(count.client, "helper", lambda: None)
 
     def staged(stage, groups, specs, tables, processes, timeout, log, inputs, malloc):
@@ -387,8 +387,8 @@ def test_a_source_edited_while_it_is_counted_is_kept_as_it_was_counted(tmp_path,
     module = package / "workloads.py"
     module.write_text("counted = 1\n")
     monkeypatch.setattr(normalised, "PACKAGE", package)
-    monkeypatch.setattr(count, "_prepare", lambda stage, built, log=None: None)
-    monkeypatch.setattr(count, "valgrind", lambda: "/usr/bin/true")
+    monkeypatch.setattr(count.process, "prepare", lambda stage, built, log=None: None)
+    monkeypatch.setattr(count.process, "valgrind", lambda: "/usr/bin/true")
     monkeypatch.setattr(count.client, "helper", lambda: None)
     started = []
 

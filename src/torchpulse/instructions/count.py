@@ -17,34 +17,27 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import shutil
-import signal
 import statistics
-import subprocess
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchpulse.errors import TorchpulseError
-from torchpulse.instructions import allocator, callgrind, client, normalised, reuse, worker
+from torchpulse.instructions import (
+    allocator,
+    callgrind,
+    client,
+    messages,
+    normalised,
+    process,
+    reuse,
+    worker,
+)
+from torchpulse.instructions.process import ENVIRONMENT, CountingError
 
 WINDOWS = 3  # counted windows per workload; the median window's per-call figure is stored
 WINDOW = 5_000_000  # instructions a window aims at (worker.calls_for): periodic work averages out
 TOP_FUNCTIONS = 200  # functions kept per workload's profile, by own instructions
-# what the counted process gets besides its fixed environment (normalised.py): one thread
-# everywhere; a fixed string hash (dict and set layouts, hence instruction paths, repeat
-# across processes). Its malloc is torchpulse's (allocator.py), preloaded: glibc's costs
-# moved with the heap's layout (docs/instructions.md)
-ENVIRONMENT = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "TORCHPULSE_DEVICE": "cpu"}
-JOBS_ENV = "TORCHPULSE_COUNT_JOBS"  # workloads counted at once; the machine's cores if unset
 REUSE_ENV = "TORCHPULSE_COUNT_REUSE"  # "no": count every commit, even one that changed nothing
-
-
-class CountingError(TorchpulseError, RuntimeError):
-    """valgrind is missing, or the counted process failed as a whole."""
 
 
 @dataclass
@@ -66,36 +59,6 @@ class Counted:
         return (max(self.counts) - min(self.counts)) / self.instructions
 
 
-def valgrind() -> str:
-    path = shutil.which("valgrind")
-    if path is None:
-        raise CountingError("valgrind is not installed: instruction counts need callgrind "
-                            "(Debian/Ubuntu: apt install valgrind)")
-    return path
-
-
-def _fixed_layout() -> list[str]:
-    """setarch's --addr-no-randomize where it exists: with the address space laid out the
-    same in every process, pointer-keyed hash tables, Python's method cache and malloc's
-    bins take the same paths, and the counts of two processes agree to the instruction
-    (with randomisation they differed by up to 1.4 %, docs/instructions.md)."""
-    setarch = shutil.which("setarch")
-    return [setarch, platform.machine(), "--addr-no-randomize"] if setarch else []
-
-
-def jobs() -> int:
-    """Workloads counted at once: $TORCHPULSE_COUNT_JOBS, else every core (a count does not
-    depend on the load beside it)."""
-    text = os.environ.get(JOBS_ENV, "")
-    if text:
-        if not text.isdigit() or int(text) < 1:
-            raise CountingError(f"${JOBS_ENV} must be a whole number of processes, "
-                                f"not {text!r}")
-        return int(text)
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-               else os.cpu_count() or 1)
-
-
 def reuse_folder() -> Path | None:
     """Where the asv suite keeps counts to reuse (reuse.directory()), or None where
     $TORCHPULSE_COUNT_REUSE is ``no``."""
@@ -105,15 +68,6 @@ def reuse_folder() -> Path | None:
     if text == "no":
         return None
     raise CountingError(f"${REUSE_ENV} must be yes or no, not {text!r}")
-
-
-def command(stage: normalised.Stage, workloads: int, processes: int, *,
-            instr_at_start: bool) -> list[str]:
-    return [*_fixed_layout(), valgrind(), "--tool=callgrind", "--quiet",
-            f"--instr-atstart={'yes' if instr_at_start else 'no'}", "--collect-atstart=no",
-            f"--callgrind-out-file={stage.root / 'out' / 'dumps' / 'callgrind.out.%p'}",
-            *stage.python, "-c", worker.BOOTSTRAP, str(stage.root), f"{workloads:06d}",
-            f"{processes:06d}"]
 
 
 def summarise(name: str, dumps: Sequence[callgrind.Dump], calls: int = 1,
@@ -127,84 +81,6 @@ def summarise(name: str, dumps: Sequence[callgrind.Dump], calls: int = 1,
     ranked = sorted(chosen.self_cost.items(), key=lambda kv: -kv[1])[:top]
     functions = {fn: round(cost / calls) for fn, cost in ranked}
     return Counted(name, median, counts, functions, dict(seconds or {}))
-
-
-def _run(cmd: list[str], env: dict, cwd: Path, timeout: float | None,
-         log, keep: tuple[int, ...] = ()) -> tuple[int, str]:
-    """Run the counted process (in a process group of its own: its forked children go with
-    it on a timeout or an interrupt), passing each line it writes to ``log`` as it comes (a
-    count of the whole family takes minutes); (exit status, its last line). ``keep``: file
-    descriptors it inherits (the stage's lock)."""
-    last = "no output"
-    with subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, pass_fds=keep,
-                          start_new_session=True) as proc:
-        timer = threading.Timer(timeout, _kill_group, (proc,)) if timeout else None
-        if timer:
-            timer.start()
-        try:
-            for line in proc.stderr:
-                line = line.rstrip()
-                if line:
-                    last = line
-                    if log is not None:
-                        log(line)
-            proc.wait()
-        finally:
-            if timer:
-                timer.cancel()
-            if proc.poll() is None:  # interrupted: leave nothing running
-                _kill_group(proc)
-                proc.wait()
-    return proc.returncode, last
-
-
-# run in the stage's surroundings, outside valgrind: is the preloaded malloc the one in use?
-PRELOAD_CHECK = ("import os, sys; sys.exit(0 if os.path.realpath(os.environ['LD_PRELOAD']) in "
-                 "open('/proc/self/maps').read() else 3)")
-
-
-def _prepare(stage: normalised.Stage, built: Path, log=None) -> None:
-    """Before the counted process, natively: its malloc loads, its imports are compiled."""
-    _check_preload(stage, built)
-    compile_imports(stage, log)
-
-
-def _check_preload(stage: normalised.Stage, built: Path) -> None:
-    """CountingError unless a process started as the counted one loads torchpulse's
-    malloc: the dynamic loader only warns when it cannot (a /tmp mounted noexec, a broken
-    build), and glibc's malloc would then give counts of another level."""
-    done = subprocess.run([*stage.python, "-c", PRELOAD_CHECK], env=dict(stage.environ),
-                          cwd=stage.root, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        raise CountingError(f"the counted process cannot load torchpulse's malloc (built at "
-                            f"{built}; remove it to build it again) from "
-                            f"{stage.environ.get('LD_PRELOAD')}: {why}")
-
-
-def compile_imports(stage: normalised.Stage, log=None) -> None:
-    """Compile what the counted process imports before it forks into the stage's byte-code
-    cache (normalised.CACHE), by importing it and running the parent's warm-up natively
-    from the stage's paths (about 6 s on 2 cores; worker.COMPILE): the counted process then
-    reads byte-code that holds the stage's paths, the same whatever environment it comes
-    from, and compiles under valgrind only what a workload's build alone imports.
-    CountingError where those imports fail."""
-    environ = {k: v for k, v in stage.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    done = subprocess.run([*stage.python, "-c", worker.COMPILE, str(stage.root)], env=environ,
-                          cwd=stage.root, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        raise CountingError(f"the counted process cannot import what it counts: {why}")
-    if log is not None:
-        log("compiled the counted process's imports into its stage")
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class _Collected:
@@ -226,23 +102,20 @@ class _Collected:
             return
         self.read.add(index)
         names = self.groups[index]
-        path = self.out / worker.file_name(index)
-        result = json.loads(path.read_text()) if path.exists() else {
-            "error": "its counting process died before it wrote its result"}
-        if "error" in result:
-            self.failed.update(dict.fromkeys(names, result["error"]))
+        result = messages.read_child(self.out / worker.file_name(index))
+        if result.error is not None:
+            self.failed.update(dict.fromkeys(names, result.error))
             return
-        for one in result["workloads"]:
-            name = one["name"]
-            if "error" in one:
-                self.failed[name] = one["error"]
+        for one in result.workloads:
+            if one.error is not None:
+                self.failed[one.name] = one.error
                 continue
-            numbers = range(one["first"], one["first"] + one["windows"])
-            dumps = [callgrind.read(self.out / "dumps" / f"callgrind.out.{result['pid']}.{n}")
+            numbers = range(one.first, one.first + one.windows)
+            dumps = [callgrind.read(self.out / "dumps" / f"callgrind.out.{result.pid}.{n}")
                      for n in numbers]
-            self.counted[name] = summarise(name, dumps, one["calls"], seconds=one.get("seconds"))
+            self.counted[one.name] = summarise(one.name, dumps, one.calls, seconds=one.seconds)
         if self.inputs is not None:
-            _gather(self.inputs, result.get("inputs"), names[0])
+            _gather(self.inputs, result.inputs, names[0])
 
     def finish(self) -> tuple[dict[str, Counted], dict[str, str]]:
         """After the counted process: the children not read yet, then what they inherited
@@ -250,9 +123,7 @@ class _Collected:
         for index in range(len(self.groups)):
             self.child(index)
         if self.inputs is not None and self.counted:
-            parent = self.out / "parent.json"
-            _gather(self.inputs, json.loads(parent.read_text()) if parent.exists() else None,
-                    "parent")
+            _gather(self.inputs, messages.read_inputs(self.out / "parent.json"), "parent")
         names = [name for group in self.groups for name in group]
         counted = {n: self.counted[n] for n in names if n in self.counted}
         return counted, {n: self.failed[n] for n in names if n in self.failed}
@@ -277,7 +148,7 @@ def count(workloads: Sequence[str], tables: dict, *, windows: int = WINDOWS,
     (``Counted.reused``), and what is counted, the groups' others too, is stored there.
     ``python``: the environment whose torch is counted (an interpreter of it; this one by
     default), with this torchpulse's workloads."""
-    valgrind()  # before the libraries are built (and cached) for nothing
+    process.valgrind()  # before the libraries are built (and cached) for nothing
     malloc = allocator.library()
     if malloc is None:
         raise CountingError("instruction counts need a C compiler (cc) to build the "
@@ -325,7 +196,7 @@ class _Past:
             return
         self.inputs = {}
         self.digests = reuse.Digests(stage)
-        cmd = command(stage, 0, 0, instr_at_start=stage.helper is None)[:-2]
+        cmd = process.command(stage, 0, 0, instr_at_start=stage.helper is None)[:-2]
         self.context = reuse.context(cmd, stage.environ, stage.root, Path(__file__).parent)
         self.settings = {name: reuse.settings(spec) for name, spec in specs.items()}
         self.found = reuse.lookup(folder, self.context, self.settings, self.digests)
@@ -380,34 +251,31 @@ def _count_staged(stage: normalised.Stage, groups: list[list[str]], specs: dict[
     inputs_dir.mkdir()
     (out / "dumps").mkdir(parents=True)
     # the parent's warm-up: the same file whatever the selection (worker.prewarm)
-    (stage.root / "prewarm.json").write_text(json.dumps(
-        {"tables": tables, "helper": str(stage.helper) if stage.helper else None}))
-    _prepare(stage, malloc, log)
+    (stage.root / "prewarm.json").write_text(json.dumps(messages.PrewarmRequest(
+        tables=tables, helper=str(stage.helper) if stage.helper else None)))
+    process.prepare(stage, malloc, log)
     for index, group in enumerate(groups):  # one file each: nothing shared grows with more
-        shared = {key: value for key, value in specs[group[0]].items() if key != "name"}
-        (inputs_dir / worker.file_name(index)).write_text(json.dumps({"names": group,
-                                                                      **shared}))
-    cmd = command(stage, len(groups), processes or jobs(),
+        (inputs_dir / worker.file_name(index)).write_text(
+            json.dumps(messages.child_request(group, specs[group[0]])))
+    cmd = process.command(stage, len(groups), processes or process.jobs(),
                   instr_at_start=stage.helper is None)
 
     collected = _Collected(groups, out, inputs)
 
     def progress(line: str) -> None:  # the worker says indexes: the names are here
-        verb, _, rest = line.partition(" ")
-        index, _, tail = rest.partition(" ")
-        known = verb in ("counted", "failed") and index.isdigit() and int(index) < len(groups)
-        if not known:
+        ended = messages.read_progress(line, len(groups))
+        if ended is None:
             if log is not None:
                 log(line)
             return
-        collected.child(int(index))
+        collected.child(ended.index)
         if log is not None:
-            for name in groups[int(index)]:
+            for name in groups[ended.index]:
                 verb = "failed" if name in collected.failed else "counted"
-                log(f"{verb} {name}{' ' + tail if tail else ''}")
+                log(f"{verb} {name}{' ' + ended.tail if ended.tail else ''}")
 
     # the lock goes with it: a counted process that outlives this one keeps its stage
-    returncode, tail = _run(cmd, dict(stage.environ), stage.root, timeout, progress,
+    returncode, tail = process.run(cmd, dict(stage.environ), stage.root, timeout, progress,
                             (stage.lock,))
     if returncode != 0:
         raise CountingError(f"the counted process failed (exit {returncode}): {tail}")

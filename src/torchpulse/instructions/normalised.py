@@ -63,7 +63,7 @@ STAGE_TRIES = 1000
 LINKS = "p"
 # how a stored count names the stage: a place in one stage is the same place in any other
 STAGE_KEY = "<stage>"
-# the counted process's byte-code cache (PYTHONPYCACHEPREFIX), filled by count.compile_imports
+# the counted process's byte-code cache (PYTHONPYCACHEPREFIX), filled by process.compile_imports
 # from the stage's paths: never the environment's __pycache__ files, which hold its own path
 CACHE = f"{LINKS}/c"
 LOCK = f"{LINKS}/.torchpulse-stage"

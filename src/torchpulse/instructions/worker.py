@@ -400,7 +400,7 @@ def main(stage_dir: str, children: str, jobs: str) -> int:
 
 
 # What the counted process imports before it forks. The stage's compilation pass
-# (count.compile_imports, COMPILE) imports the same ahead of it, natively, to compile these
+# (process.compile_imports, COMPILE) imports the same ahead of it, natively, to compile these
 # modules' byte-code into the stage's own cache (normalised.CACHE): a __pycache__ file of
 # the environment holds the path it was compiled at, and two asv environments identical but
 # for their paths counted up to 0.63 % apart for that alone (docs/instructions.md,

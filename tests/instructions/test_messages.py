@@ -1,0 +1,64 @@
+"""The schema between a count and the counted process (instructions/messages.py)."""
+
+import json
+import os
+
+import pytest
+
+from torchpulse import sizes
+from torchpulse.instructions import messages
+
+
+def test_a_childs_request_is_the_bytes_the_counted_process_always_read():
+    """The request's keys and their order are those the counted process reads; a change of
+    the bytes would lay its heap out otherwise and move every count."""
+    spec = {"name": "rnns/py/forward", "windows": 4, "window": 10_000_000,
+            "tables": sizes.counting(), "helper": "/stage/helper.so"}
+    group = ["rnns/py/forward", "rnns/py/backward"]
+    before = json.dumps({"names": group, **{k: v for k, v in spec.items() if k != "name"}})
+    assert json.dumps(messages.child_request(group, spec)) == before
+
+
+def test_a_childs_result_is_read_into_its_workloads(tmp_path):
+    path = tmp_path / "000000.json"
+    path.write_text(json.dumps({"pid": 4242, "inputs": {"files": ["/a"]}, "workloads": [
+        {"name": "rnns/py/forward", "first": 3, "windows": 4, "calls": 2,
+         "seconds": {"build": 0.5}},
+        {"name": "rnns/py/backward", "error": "RuntimeError: boom"}]}))
+    got = messages.read_child(path)
+    assert got.error is None and got.pid == 4242 and got.inputs == {"files": ["/a"]}
+    assert got.workloads == (
+        messages.WorkloadResult("rnns/py/forward", 3, 4, 2, {"build": 0.5}),
+        messages.WorkloadResult("rnns/py/backward", error="RuntimeError: boom"))
+
+
+@pytest.mark.parametrize("written", [
+    None, "not json", "[]", '{"pid": 1}', '{"pid": -1, "workloads": []}',
+    '{"pid": 1, "workloads": [{"name": "x", "first": "3", "windows": 4, "calls": 1}]}',
+    '{"pid": 1, "workloads": [{"first": 3, "windows": 4, "calls": 1}]}',
+    '{"pid": true, "workloads": []}', '{"error": "MemoryError"}'])
+def test_a_result_that_is_missing_or_not_this_schema_is_the_childs_failure(tmp_path, written):
+    path = tmp_path / "000000.json"
+    if written is not None:
+        path.write_text(written)
+    got = messages.read_child(path)
+    assert got.error and "\n" not in got.error and got.workloads == ()
+    if written == '{"error": "MemoryError"}':
+        assert got.error == "MemoryError"
+
+
+def test_a_fifo_where_a_result_should_be_is_not_waited_on(tmp_path):
+    path = tmp_path / "000000.json"
+    os.mkfifo(path)
+    assert messages.read_child(path).error
+    assert messages.read_inputs(path) is None
+
+
+@pytest.mark.parametrize("index, code", [(0, 0), (11, 0), (3, 1), (5, -9)])
+def test_a_progress_line_names_its_child_and_other_lines_are_not_progress(index, code):
+    ended = messages.read_progress(messages.progress_line(index, code), 12)
+    assert ended == messages.Progress("counted" if code == 0 else "failed", index,
+                                      "" if code == 0 else f"(exit {code})")
+    assert messages.read_progress(messages.progress_line(12, 0), 12) is None  # no such child
+    for other in ("prewarmed in 3.1 s", "counted", "counted x", "==1234== valgrind", ""):
+        assert messages.read_progress(other, 12) is None
