@@ -42,7 +42,7 @@ def count(out: str, choice: str) -> None:
 
 
 def cost(path: str) -> None:
-    """Where a count's time went: each workload's seconds per phase (worker.PHASES), the
+    """Where a count's time went: each workload's seconds per phase (windows.PHASES), the
     slowest first, and the totals."""
     run = json.load(open(path))
     rows = sorted(run["seconds"].items(), key=lambda kv: -sum(kv[1].values()))

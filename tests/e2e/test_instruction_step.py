@@ -35,7 +35,7 @@ from torchpulse.culprit.runs import Run
 from torchpulse.evaluation import project as evaluation_project
 from torchpulse.fastrnns import choices as fastrnns_choices
 from torchpulse.files import write_json_atomically
-from torchpulse.instructions import count, profiles, worker
+from torchpulse.instructions import count, profiles, windows
 from torchpulse.results import asv_results
 from torchpulse.workloads import registry
 
@@ -343,7 +343,7 @@ def test_two_clones_count_the_same_whatever_their_paths_environments_and_load(co
     assert set(here["counted"]) == set(there["counted"]) == set(GROUPS)
     for name, mine in here["counted"].items():
         assert mine.instructions > 100_000 and len(mine.counts) == count.WINDOWS
-        assert list(mine.seconds) == list(worker.PHASES)  # where its time went
+        assert list(mine.seconds) == list(windows.PHASES)  # where its time went
         assert all(seconds >= 0 for seconds in mine.seconds.values())
         theirs = there["counted"][name].instructions
         assert abs(theirs - mine.instructions) <= SPREAD * mine.instructions, \

@@ -17,7 +17,7 @@ import pytest
 
 import torchpulse
 from torchpulse import sizes
-from torchpulse.instructions import callgrind, count, messages, normalised, worker
+from torchpulse.instructions import callgrind, count, messages, normalised, windows, worker
 from torchpulse.workloads import registry
 
 
@@ -40,7 +40,7 @@ def test_a_childs_own_dump_is_named_by_a_string_of_one_length_whatever_its_pid(t
     lengths = set()
     for pid in (7, 301, 4095, 12001, 32767, 4194304):
         monkeypatch.setattr(worker.os, "getpid", lambda pid=pid: pid)
-        named = worker.own_dump(dumps, 2)
+        named = windows.own_dump(dumps, 2)
         lengths.add(len(named))
         real = dumps / f"callgrind.out.{pid}.2"
         real.write_text("events: Ir\nfn=(1) f\n0 12\ntotals: 12\n")
@@ -57,17 +57,17 @@ def test_a_childs_own_files_are_named_alike_however_many_workloads_are_counted()
 
 @pytest.mark.parametrize(("one_call", "calls"), [
     (5_000_000, 1), (50_000_000, 1), (2_500_000, 2), (2_400_000, 4), (600_000, 16),
-    (1, worker.MAX_CALLS), (0, 1)])
+    (1, windows.MAX_CALLS), (0, 1)])
 def test_a_window_holds_a_power_of_two_calls_up_to_its_size(one_call, calls):
-    assert worker.calls_for(one_call, 5_000_000) == calls
+    assert windows.calls_for(one_call, 5_000_000) == calls
 
 
 def test_a_heavy_model_is_warmed_up_by_one_call_past_its_settling_the_rest_by_three():
     # by name, so that a workload gets the same warm-up in every count: its count depends on it
-    assert worker.warm_up_calls("autograd/detr/vhp", 1) == 2
-    assert worker.warm_up_calls("cnns/resnet50_jit/forward", 4) == 5
-    assert worker.warm_up_calls("autograd/ppl_robust_reg/vjp", 1) == 4
-    assert worker.warm_up_calls("rnns/jit/backward", 4) == 7
+    assert windows.warm_up_calls("autograd/detr/vhp", 1) == 2
+    assert windows.warm_up_calls("cnns/resnet50_jit/forward", 4) == 5
+    assert windows.warm_up_calls("autograd/ppl_robust_reg/vjp", 1) == 4
+    assert windows.warm_up_calls("rnns/jit/backward", 4) == 7
     # a prefix is a model, not the start of another's name
     assert all(prefix.endswith("/") for prefix in registry.HEAVY)
 
@@ -100,17 +100,17 @@ def test_the_counted_process_sees_nothing_of_its_callers_surroundings(tmp_path, 
         links = environ["PYTHONPATH"].split(os.pathsep)
         assert str(root).startswith(("/tmp/tpc-", tempfile.gettempdir()))
         assert len(root.name) == len("tpc-") + 8
-        # a copy of torchpulse's sources comes first, without a compiled file or folder of
-        # them; every entry a fixed-length path in the stage, the others links
+        # a copy of what the counted process imports of torchpulse comes first, without a
+        # compiled file or folder of them; every entry a fixed-length path in the stage,
+        # the others links
         assert links[0] == str(root / "p" / "00")
         copied = Path(links[0]) / "torchpulse"
         assert not copied.is_symlink()
         package = Path(torchpulse.__file__).resolve().parent
-        sources = {p.relative_to(package) for p in package.rglob("*.py")
-                   if "__pycache__" not in p.parts}
-        assert {p.relative_to(copied) for p in copied.rglob("*.py")} == sources
-        assert not any(p.name == "__pycache__" or p.suffix == ".pyc" for p in copied.rglob("*"))
-        assert (copied / "compile" / "zoo.yaml").is_file()
+        assert {str(p.relative_to(copied)) for p in copied.rglob("*") if p.is_file()} == \
+            set(normalised.COUNTED_SOURCES)
+        assert all((copied / r).read_bytes() == (package / r).read_bytes()
+                   for r in normalised.COUNTED_SOURCES)
         assert all(Path(link).parent == root / "p" for link in links)
         # the environment's folders as trees of hard links: the kernel names what the
         # process maps or resolves there by the stage's paths, not the environment's
@@ -361,18 +361,18 @@ def test_the_counted_thread_starts_its_work_only_once_the_main_thread_is_parked(
                 "line": frame.f_lineno,
                 "switch": sys.getswitchinterval()}
 
-    got = worker.in_fresh_arena(work)
+    got = windows.in_fresh_arena(work)
     assert got["thread"] != main and got["where"] == "in_fresh_arena"
-    source = worker.in_fresh_arena.__code__
+    source = windows.in_fresh_arena.__code__
     lines = Path(source.co_filename).read_text().splitlines()
     assert lines[got["line"] - 1].strip() == "done.acquire()"
-    assert got["switch"] == worker.PARKING and sys.getswitchinterval() == switch
+    assert got["switch"] == windows.PARKING and sys.getswitchinterval() == switch
 
     def fails() -> dict:
         raise ValueError("no such workload")
 
     with pytest.raises(ValueError, match="no such workload"):
-        worker.in_fresh_arena(fails)
+        windows.in_fresh_arena(fails)
     assert sys.getswitchinterval() == switch
 
 

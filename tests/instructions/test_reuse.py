@@ -383,8 +383,10 @@ def test_a_source_edited_while_it_is_counted_is_kept_as_it_was_counted(tmp_path,
     the edited file's digest, the old figures were taken for the edit), and the version
     that was counted is reused."""
     package = tmp_path / "src" / "torchpulse"
-    package.mkdir(parents=True)
-    module = package / "workloads.py"
+    for relative in normalised.COUNTED_SOURCES:  # what a stage copies
+        (package / relative).parent.mkdir(parents=True, exist_ok=True)
+        (package / relative).write_text("")
+    module = package / "workloads" / "regions.py"
     module.write_text("counted = 1\n")
     monkeypatch.setattr(normalised, "PACKAGE", package)
     monkeypatch.setattr(count.process, "prepare", lambda stage, built, log=None: None)
@@ -395,8 +397,8 @@ def test_a_source_edited_while_it_is_counted_is_kept_as_it_was_counted(tmp_path,
     def staged(stage, groups, specs, tables, processes, timeout, log, inputs, malloc):
         copy = next(stage.root / seen for seen, original in stage.origins.items()
                     if original == package)
-        assert (copy / "workloads.py").read_text() == module.read_text()
-        inputs.setdefault("files", set()).add(str(copy / "workloads.py"))
+        assert (copy / "workloads" / "regions.py").read_text() == module.read_text()
+        inputs.setdefault("files", set()).add(str(copy / "workloads" / "regions.py"))
         inputs.setdefault("folders", set()).add(str(copy))
         if not started:
             module.write_text("counted = 2  # edited while the count runs\n")

@@ -98,7 +98,7 @@ class EnvironmentRuns:
         self.gpu, self.gpu_tables, self.gpu_preset = list(gpu), gpu_tables, gpu_preset
         self.reuse_in = reuse_in
         self._sources = Path(tempfile.mkdtemp(prefix="torchpulse-environments-"))
-        normalised.copy_sources(normalised.PACKAGE, self._sources / normalised.PACKAGE.name)
+        normalised.copy_package(normalised.PACKAGE, self._sources / normalised.PACKAGE.name)
 
     def close(self) -> None:
         shutil.rmtree(self._sources, ignore_errors=True)

@@ -35,7 +35,7 @@ from torchpulse.instructions import (
 from torchpulse.instructions.process import ENVIRONMENT, CountingError
 
 WINDOWS = 3  # counted windows per workload; the median window's per-call figure is stored
-WINDOW = 5_000_000  # instructions a window aims at (worker.calls_for): periodic work averages out
+WINDOW = 5_000_000  # instructions a window aims at (windows.calls_for): periodic work averages out
 TOP_FUNCTIONS = 200  # functions kept per workload's profile, by own instructions
 REUSE_ENV = "TORCHPULSE_COUNT_REUSE"  # "no": count every commit, even one that changed nothing
 
@@ -50,7 +50,7 @@ class Counted:
     instructions: int
     counts: list[int]
     functions: dict[str, int] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)  # wall time per worker.PHASES
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time per windows.PHASES
     reused: bool = False  # taken from an earlier count of the same inputs (reuse.py)
 
     @property
@@ -74,7 +74,7 @@ def summarise(name: str, dumps: Sequence[callgrind.Dump], calls: int = 1,
               top: int = TOP_FUNCTIONS, seconds: dict[str, float] | None = None) -> Counted:
     """A workload's figure from its windows of ``calls`` calls each: the median window's
     instructions per call, and its functions' own instructions per call (the top ones);
-    ``seconds``: where the child's time went (worker.PHASES)."""
+    ``seconds``: where the child's time went (windows.PHASES)."""
     counts = [round(d.total / calls) for d in dumps]
     median = int(statistics.median_low(counts))
     chosen = dumps[counts.index(median)]

@@ -4,10 +4,9 @@ counted process (worker.py, under valgrind): one schema, written and checked her
 Down: ``prewarm.json`` (PrewarmRequest) and a ChildRequest a child in ``in/``. Up: a
 ChildResult a child in ``out/`` (its pid, a WorkloadResult a workload, what it was made of)
 and ``parent.json`` (what the children inherited), and a progress line on stderr per child
-as it exits (``counted INDEX`` or ``failed INDEX (exit N)``). The counted process writes
-its side with plain dicts and f-strings of these shapes: importing more there would lay its
-heap out otherwise and move every count (docs/instructions.md, "Determinism"); the tests
-hold both sides to this schema.
+as it exits (``counted INDEX`` or ``failed INDEX (exit N)``). The counted process
+(worker.py) writes its side through child_result, child_failure and progress_line; count.py
+reads it through read_child, read_inputs and read_progress.
 """
 
 from __future__ import annotations
@@ -17,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from torchpulse.files import read_regular
-
-# a child's result is a few kilobytes a workload; anything past this is not one of ours
+# The counted process imports this module to write its side: nothing here may import more
+# than the standard library at module level (a module more there moves every count).
+# A child's result is a few kilobytes a workload; anything past this is not one of ours
 RESULT_BYTES = 64 << 20
 
 
@@ -68,9 +67,23 @@ def _int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def child_result(pid: int, workloads: list[dict], inputs: dict) -> dict:
+    """What a child that counted writes (read_child reads it): its pid, a record a workload
+    (windows.count_group's: name, first, calls, windows, seconds; or name and error), what
+    it was made of."""
+    return {"pid": pid, "workloads": workloads, "inputs": inputs}
+
+
+def child_failure(error: str) -> dict:
+    """What a child that failed as a whole writes."""
+    return {"error": error}
+
+
 def read_child(path: Path) -> ChildResult:
     """The result a child wrote at ``path``; one with ``error`` set for a child that died
     before writing it, or wrote what is not this schema (never a KeyError mid-count)."""
+    from torchpulse.files import read_regular  # not in the counted process, which writes
+
     try:
         data = json.loads(read_regular(path, RESULT_BYTES))
     except FileNotFoundError:
@@ -108,6 +121,8 @@ def _workload(one: object) -> WorkloadResult | None:
 def read_inputs(path: Path) -> dict | None:
     """``parent.json``: what the children inherited; None when it is missing or not a
     mapping (the run's inputs are then unknown, and nothing of it is kept for reuse)."""
+    from torchpulse.files import read_regular
+
     try:
         data = json.loads(read_regular(path, RESULT_BYTES))
     except (OSError, ValueError):

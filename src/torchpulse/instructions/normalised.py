@@ -67,9 +67,28 @@ STAGE_KEY = "<stage>"
 # from the stage's paths: never the environment's __pycache__ files, which hold its own path
 CACHE = f"{LINKS}/c"
 LOCK = f"{LINKS}/.torchpulse-stage"
-# torchpulse's package folder, copied into every stage (``copy_sources``) with these files
+# torchpulse's package folder, of which every stage holds a copy (``copy_counted``)
 PACKAGE = Path(__file__).resolve().parent.parent
-SOURCE_SUFFIXES = (".py", ".yaml")
+# What of torchpulse the counted process imports (worker.IMPORTS, and every workload's build):
+# its stage holds these alone. The import system lists each folder it imports from, and one
+# more file there moves counts: an empty module added to instructions/ moved them by up to
+# 0.47 %, two parent-side modules by 1 %. Staged alone, anything else of torchpulse can be
+# added or changed without moving a count. A module of these packages that the counted
+# process needs and this lacks fails its count (ImportError; tests/instructions/
+# test_stage.py builds every workload from a stage's copy alone).
+COUNTED_SOURCES = (
+    "__init__.py", "errors.py", "files.py", "text.py", "presets.py", "sizes.py", "timing.py",
+    "autograd/__init__.py", "autograd/audio_text.py", "autograd/choices.py",
+    "autograd/functional.py", "autograd/matcher.py", "autograd/models.py", "autograd/ppl.py",
+    "autograd/run.py", "autograd/tasks.py", "autograd/vision.py",
+    "fastrnns/__init__.py", "fastrnns/choices.py", "fastrnns/runners.py",
+    "models/__init__.py", "models/lstm.py", "models/modes.py", "models/resnet.py",
+    "workloads/__init__.py", "workloads/clock.py", "workloads/regions.py",
+    "workloads/registry.py", "workloads/transformer.py",
+    "instructions/__init__.py", "instructions/callgrind.py", "instructions/client.py",
+    "instructions/messages.py", "instructions/native.py", "instructions/stage_paths.py",
+    "instructions/windows.py", "instructions/worker.py",
+)
 
 
 @dataclass(frozen=True)
@@ -157,15 +176,23 @@ def _base_directory() -> str:
     return tempfile.gettempdir()  # a fixed length still, on this machine
 
 
-def copy_sources(package: Path, target: Path) -> None:
-    """``package``'s sources and data files into ``target``: no compiled files, no folder of
-    them, nothing but what is tracked in this package (the suffixes below)."""
+def copy_counted(package: Path, target: Path) -> None:
+    """COUNTED_SOURCES of ``package`` into ``target``, nothing else (no compiled files, no
+    other module); FileNotFoundError for one this package lacks."""
+    for relative in COUNTED_SOURCES:
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(package / relative, target / relative)
+
+
+def copy_package(package: Path, target: Path) -> None:
+    """Every source and data file of ``package`` into ``target`` (no compiled files): what
+    the workers of another environment run (compare --python's wall and GPU workers)."""
     shutil.copytree(package, target, ignore=_not_sources)
 
 
 def _not_sources(folder: str, names: list[str]) -> set[str]:
     return {n for n in names if n == "__pycache__" or (
-        not os.path.isdir(os.path.join(folder, n)) and not n.endswith(SOURCE_SUFFIXES))}
+        not os.path.isdir(os.path.join(folder, n)) and not n.endswith((".py", ".yaml")))}
 
 
 def _new_directory(base: Path) -> tuple[Path, int]:
@@ -269,7 +296,7 @@ def stage(extra_environ: Mapping[str, str], *, preload: Path | None = None,
     try:
         links_dir = root / LINKS  # made with the lock
         links = [links_dir / "00"]
-        copy_sources(PACKAGE, links[0] / PACKAGE.name)
+        copy_counted(PACKAGE, links[0] / PACKAGE.name)
         origins = {f"{LINKS}/00/{PACKAGE.name}": PACKAGE}
         for index, folder in enumerate(roots, start=1):
             link = links_dir / f"{index:02d}"

@@ -99,7 +99,7 @@ CORE = ("rnns/cudnn/forward", "rnns/cudnn/backward", "rnns/py/forward", "rnns/py
 SELECTION_ENV = "TORCHPULSE_INSTRUCTIONS"
 SELECTIONS = ("default", "all", "core")
 # the models whose calls cost most (0.2-4 s each under valgrind, one call a window): counted
-# first, so that two cores end together, and warmed up by fewer calls (worker.warm_up_calls)
+# first, so that two cores end together, and warmed up by fewer calls (windows.warm_up_calls)
 HEAVY = ("cnns/", "autograd/resnet18/", "autograd/fcn_resnet/", "autograd/detr/",
          "autograd/deepspeech/")
 
