@@ -40,7 +40,7 @@ from pathlib import Path
 
 from torchpulse.instructions import messages, windows
 
-MAX_CHILDREN = 4096  # children one count forks at most (the family's 78 workloads make 37)
+MAX_CHILDREN = 4096  # children one count forks at most (all 80 workloads make 38)
 CLOSE_WARM_UP = 16  # pipes the parent closes before it forks (_warm_close_each)
 
 
