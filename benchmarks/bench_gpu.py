@@ -1,8 +1,9 @@
-"""Every CUDA workload (the fastrnns LSTMs and ResNets, forward and backward, and the
-functional-autograd pairs) measured in one process a commit (asv's setup_cache): one CUDA
-context, each model built and warmed up once. Per workload: its wall time, its kernels'
-summed device time (CUPTI, which launch gaps on the host do not move), the kernels it
-launches and the host synchronisations it makes (exact counters), and its GPU memory.
+"""Every CUDA workload (the fastrnns LSTMs and ResNets and the transformer encoder, forward
+and backward, and the functional-autograd pairs) measured in one process a commit (asv's
+setup_cache): one CUDA context, each model built and warmed up once. Per workload: its wall
+time, its kernels' summed device time (CUPTI, which launch gaps on the host do not move),
+the kernels it launches and the host synchronisations it makes (exact counters), and its
+GPU memory.
 CPU runs skip it (the per-process suites measure them there), each benchmark saying why;
 $TORCHPULSE_GPU_SUITE=cpu runs it on the CPU as a dry run of its path.
 By default it measures every workload but the variable-length Python and TorchScript loops

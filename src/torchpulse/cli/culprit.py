@@ -298,7 +298,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "one value a side, timed series from their stored samples; no five-commit "
                    "wait as in the alert")
     p.add_argument("--workloads", metavar="WHICH", default="default",
-                   help="with --python: default (72 of the 78 CPU workloads), all, core, or "
+                   help="with --python: default (74 of the 80 CPU workloads), all, core, or "
                    "comma-separated patterns of workload names (rnns/*,autograd/resnet18/*)")
     p.add_argument("--gpu", action="store_true",
                    help="with --python, on a CUDA machine: measure the workloads on the GPU "

@@ -175,7 +175,7 @@ def gpu_selected(every: list[str], choice: str | None) -> list[str]:
     """The workloads the GPU suite measures, in ``every``'s order: every one but
     GPU_LEFT_OUT for None, empty or ``default``; ``all``; else those matching ``choice``'s
     comma-separated shell patterns (none for a list of empty patterns such as ``,``: it
-    names no workload, and measuring all 78 is not what it asked)."""
+    names no workload, and measuring all 80 is not what it asked)."""
     choice = (choice or "").strip()
     if choice in ("", "default"):
         left_out = set(matching(every, ",".join(GPU_LEFT_OUT)))
