@@ -48,6 +48,12 @@ except ImportError as _exc:  # an old commit's package
 _REQUIRED_API = 2
 _sizes = load("sizes.py")
 _fastrnns = load("fastrnns/choices.py")
+_registry = load("workloads/registry.py")
+# The families a suite's classes are split by (registry.FAMILIES): the older ones share the
+# classes that hold their history, each later family has classes of its own, whose versions
+# digest its sizes alone
+_OLDER_FAMILIES = ("rnns", "cnns", "autograd")
+_TRANSFORMERS = ("transformers",)
 
 
 def _version(*tables) -> str:

@@ -16,18 +16,14 @@ import os
 from asv_runner.benchmarks.mark import SkipNotImplemented
 
 from . import _canary
-from ._common import _sizes, _suite, _version
+from ._common import _OLDER_FAMILIES, _TRANSFORMERS, _registry, _sizes, _suite, _version
 from ._tree import load
 
-_registry = load("workloads/registry.py")
 WORKLOADS = _registry.workloads(load("fastrnns/choices.py"), load("autograd/choices.py"))
 SELECTION_ENV = _registry.GPU_SELECTION_ENV
 SELECTED = _registry.gpu_selected(WORKLOADS, os.environ.get(SELECTION_ENV))
 
 
-# the families of each class below (registry.FAMILIES): each class's version digests its
-# families' sizes only, so a new family is a new class and the others keep their series
-_OLDER, _TRANSFORMERS = ("rnns", "cnns", "autograd"), ("transformers",)
 
 
 def _measure(self):
@@ -35,7 +31,7 @@ def _measure(self):
     if _suite is None or api < 6:
         return None  # an older package: the benchmarks skip in setup
     # a package before the transformer family (API 11) is not asked for it
-    names = SELECTED if api >= 11 else _registry.of_families(SELECTED, _OLDER)
+    names = SELECTED if api >= 11 else _registry.of_families(SELECTED, _OLDER_FAMILIES)
     return _suite.measure_gpu(names, _sizes.by_preset())
 
 
@@ -50,7 +46,7 @@ def _samples(values):
 
 class Workloads:
     version = _version(_sizes.FASTRNNS, _sizes.AUTOGRAD, _sizes.REVISIONS)
-    params = [_registry.of_families(WORKLOADS, _OLDER)]
+    params = [_registry.of_families(WORKLOADS, _OLDER_FAMILIES)]
     param_names = ["workload"]
     setup_cache = _measure
     # one process measures a commit; a second round would read the same numbers again

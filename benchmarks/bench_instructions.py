@@ -9,15 +9,12 @@ sizes its version digests: a new family is a new class, and the others keep thei
 
 import os
 
-from ._common import _sizes, _suite
+from ._common import _OLDER_FAMILIES, _TRANSFORMERS, _registry, _sizes, _suite
 from ._common import _version as _suite_version
 from ._tree import load
 
-_registry = load("workloads/registry.py")
 WORKLOADS = _registry.selected(load("fastrnns/choices.py"), load("autograd/choices.py"),
                                os.environ.get(_registry.SELECTION_ENV))
-# the families of each class below (registry.FAMILIES)
-_OLDER, _TRANSFORMERS = ("rnns", "cnns", "autograd"), ("transformers",)
 
 
 def _count(self):
@@ -25,7 +22,7 @@ def _count(self):
     if _suite is None or api < 10:
         return None  # an older package counts another way: the benchmarks skip in setup
     # a package before the transformer family (API 11) is not asked for it
-    names = WORKLOADS if api >= 11 else _registry.of_families(WORKLOADS, _OLDER)
+    names = WORKLOADS if api >= 11 else _registry.of_families(WORKLOADS, _OLDER_FAMILIES)
     return _suite.count_instructions(names, _sizes.counting())
 
 
@@ -38,7 +35,7 @@ class Instructions:
     # stage compiled (API 10): a new version starts new series, so asv does not draw API
     # 10's counts after API 9's as a step
     version = f"{_suite_version(_sizes.INSTRUCTIONS)}-windows-fixed-malloc-stage-bytecode"
-    params = [_registry.of_families(WORKLOADS, _OLDER)]
+    params = [_registry.of_families(WORKLOADS, _OLDER_FAMILIES)]
     param_names = ["workload"]
     setup_cache = _count
 

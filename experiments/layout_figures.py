@@ -14,12 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "torchpulse"
 sys.path.insert(0, str(ROOT / "tests"))
-from test_layout import MEASURE, SHARED, imports  # noqa: E402  (the layout test's reading)
-
-
-def part(path: Path) -> str:
-    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
-
+from test_layout import MEASURE, SHARED, part_edges, reach  # noqa: E402  (the test's reading)
 
 sources = sorted(PACKAGE.rglob("*.py"))
 long_modules = [(len(p.read_text().splitlines()), str(p.relative_to(PACKAGE))) for p in sources]
@@ -31,26 +26,9 @@ for path in sources:
             length = node.end_lineno - node.lineno + 1
             if length > 60:
                 long_functions.append((length, f"{path.relative_to(PACKAGE)}:{node.name}"))
-edges: dict[str, set[str]] = {}
-for path in sources:
-    here = part(path)
-    for name in imports(path):
-        if name.startswith("torchpulse.") and name.split(".")[1] != here:
-            edges.setdefault(here, set()).add(name.split(".")[1])
-
-
-def reach(start: str) -> set[str]:
-    seen, todo = set(), [start]
-    while todo:
-        for nxt in edges.get(todo.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
-
-
-circles = sorted({tuple(sorted(p for p in reach(a) if a in reach(p))) for a in edges
-                  if a in reach(a)})
+edges = part_edges()
+circles = sorted({tuple(sorted(p for p in reach(edges, a) if a in reach(edges, p)))
+                  for a in edges if a in reach(edges, a)})
 print(f"modules over 300 lines: {len(long_modules)}")
 for n, p in long_modules:
     print(f"  {n:4d} {p}")

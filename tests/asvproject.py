@@ -94,3 +94,29 @@ def torch_env_fast() -> dict[str, str]:
     with it set and none installed, every process would compile torch's modules again)."""
     # pip reads a store_false option's variable as the option's own value: "0" is --no-compile
     return {"PIP_NO_COMPILE": "0"}
+
+
+def track_project(root: Path, commits: int, benches: dict, values, *, machine: str = "m",
+                  python: str = "3.11") -> list[str]:
+    """An asv project in ``root`` of ``commits`` commits whose track benchmarks (``benches``:
+    name -> (unit, params), params [] or one list of parameter reprs) hold ``values(i)`` at
+    commit ``i`` (name -> one value per parameter), in environment "e" of ``machine``: the
+    projects the analysis tests judge. Its commits, oldest first."""
+    from torchpulse.evaluation import project as evaluation_project
+    from torchpulse.files import write_json_atomically
+    from torchpulse.results import asv_results
+
+    shas = evaluation_project.git_repo(root, commits)
+    (root / "asv.conf.json").write_text(json.dumps(evaluation_project.CONF))
+    results = root / "results"
+    write_json_atomically(results / machine / "machine.json", {"machine": machine, "version": 1})
+    write_json_atomically(results / "benchmarks.json", {
+        **{name: {"name": name, "params": params, "param_names": ["workload"] if params
+                  else [], "type": "track", "unit": unit, "version": "1"}
+           for name, (unit, params) in benches.items()}, "version": 2})
+    for i, sha in enumerate(shas):
+        r = asv_results.new({"machine": machine}, sha, 1_700_000_000_000 + i, python, "e")
+        for name, measured in values(i).items():
+            asv_results.add(r, name, "1", benches[name][1], measured)
+        asv_results.save(r, results, asv_results.filename(machine, sha, "e"))
+    return shas

@@ -228,24 +228,31 @@ def test_locks_are_taken_through_one_helper():
     assert users == {"files.py", "instructions/normalised.py"}
 
 
-def test_no_two_parts_of_the_package_reach_each_other():
+def part_edges() -> dict[str, set[str]]:
     """The import graph between the package's parts (top-level packages and modules, lazy
-    imports included) has no circle: gpu/ and suite.py reached each other through a constant
-    (experiments/layout_figures.py prints the graph)."""
+    imports included): part -> the other parts it imports."""
     edges: dict[str, set[str]] = {}
     for path in sources():
         here = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
         edges.setdefault(here, set()).update(
             n.split(".")[1] for n in imports(path)
             if n.startswith("torchpulse.") and n.split(".")[1] != here)
+    return edges
 
-    def reach(start: str) -> set[str]:
-        seen, todo = set(), [start]
-        while todo:
-            for nxt in edges.get(todo.pop(), ()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return seen
 
-    assert [part for part in edges if part in reach(part)] == []
+def reach(edges: dict[str, set[str]], start: str) -> set[str]:
+    """Every part ``start`` imports, directly or through others."""
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_no_two_parts_of_the_package_reach_each_other():
+    """No circle in the graph between the package's parts: gpu/ and suite.py reached each
+    other through a constant (experiments/layout_figures.py prints the graph)."""
+    edges = part_edges()
+    assert [part for part in edges if part in reach(edges, part)] == []

@@ -8,12 +8,10 @@ import json
 
 import numpy as np
 import pytest
+from asvproject import track_project
 
 from torchpulse.cli import main
-from torchpulse.evaluation import project as evaluation_project
-from torchpulse.files import write_json_atomically
 from torchpulse.instructions import profiles
-from torchpulse.results import asv_results
 from torchpulse.results.project import Project
 from torchpulse.site import page, summary
 
@@ -49,29 +47,21 @@ def _profiles(planted: bool) -> dict[str, dict[str, int]]:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("kernels")
-    shas = evaluation_project.git_repo(root, COMMITS)
-    (root / "asv.conf.json").write_text(json.dumps(evaluation_project.CONF))
-    results = root / "results"
-    write_json_atomically(results / "m" / "machine.json", {"machine": "m", "version": 1})
-    write_json_atomically(results / "benchmarks.json", {
-        **{name: {"name": name, "params": [[WORKLOAD]], "param_names": ["workload"],
-                  "type": "track", "unit": unit, "version": "1"}
-           for name, unit in BENCHES.items()}, "version": 2})
     rng = np.random.default_rng(5)
     before_ns = sum(ns for ns, _ in BEFORE.values())
-    for i, sha in enumerate(shas):
+
+    def values(i: int) -> dict[str, list[float]]:
         planted = i >= STEP_AT
         time_s = (before_ns + (PLANTED_NS + 4_000 if planted else 0)) / 1e9
-        values = {
-            "bench_gpu.Workloads.track_kernel_time": time_s * (1 + 0.0005
-                                                               * rng.standard_normal()),
-            "bench_gpu.Workloads.track_kernels": 900.0 + (STEPS if planted else 0),
-            "bench_gpu.Workloads.track_syncs": 1.0 if planted else 0.0,
+        return {
+            "bench_gpu.Workloads.track_kernel_time": [time_s * (1 + 0.0005
+                                                                * rng.standard_normal())],
+            "bench_gpu.Workloads.track_kernels": [900.0 + (STEPS if planted else 0)],
+            "bench_gpu.Workloads.track_syncs": [1.0 if planted else 0.0],
         }
-        r = asv_results.new({"machine": "m"}, sha, 1_700_000_000_000 + i, "3.11", "e")
-        for name, value in values.items():
-            asv_results.add(r, name, "1", [[WORKLOAD]], [value])
-        asv_results.save(r, results, asv_results.filename("m", sha, "e"))
+
+    shas = track_project(root, COMMITS,
+                         {name: (unit, [[WORKLOAD]]) for name, unit in BENCHES.items()}, values)
     where = root / profiles.DEFAULT_FOLDER
     for sha, planted in ((shas[STEP_AT - 1], False), (shas[STEP_AT], True)):
         for kind, table in _profiles(planted).items():

@@ -8,14 +8,12 @@ import json
 
 import numpy as np
 import pytest
+from asvproject import track_project
 
 from torchpulse.analysis.detector import Point, exact
 from torchpulse.cli import main
-from torchpulse.evaluation import project as evaluation_project
-from torchpulse.files import write_json_atomically
 from torchpulse.instructions import profiles
 from torchpulse.reports.phrases import human, levels_text
-from torchpulse.results import asv_results
 from torchpulse.results.project import Project
 from torchpulse.site import page, summary
 
@@ -59,21 +57,10 @@ def _values(rng: np.random.Generator) -> dict[str, list[float]]:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("rules")
-    shas = evaluation_project.git_repo(root, COMMITS)
-    (root / "asv.conf.json").write_text(json.dumps(evaluation_project.CONF))
-    results = root / "results"
-    write_json_atomically(results / "m" / "machine.json", {"machine": "m", "version": 1})
-    write_json_atomically(results / "benchmarks.json", {
-        **{name: {"name": name, "params": _params(name), "param_names": ["workload"]
-                  if _params(name) else [], "type": "track",
-                  "unit": unit, "version": "1"} for name, unit in BENCHES.items()},
-        "version": 2})
     values = _values(np.random.default_rng(3))
-    for i, sha in enumerate(shas):
-        r = asv_results.new({"machine": "m"}, sha, 1_700_000_000_000 + i, "3.11", "e")
-        for name in BENCHES:
-            asv_results.add(r, name, "1", _params(name), [values[name][i]])
-        asv_results.save(r, results, asv_results.filename("m", sha, "e"))
+    shas = track_project(root, COMMITS,
+                         {name: (unit, _params(name)) for name, unit in BENCHES.items()},
+                         lambda i: {name: [values[name][i]] for name in BENCHES})
     # the function profiles of the step's two commits (as the suite stores them)
     where = root / profiles.DEFAULT_FOLDER
     common = {"PyEval_EvalFrameDefault": 2_000_000, "at::native::lstm_cell": 1_500_000}

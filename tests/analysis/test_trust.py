@@ -6,11 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from asvproject import track_project
 
 from torchpulse.cli import main
-from torchpulse.evaluation import project as evaluation_project
-from torchpulse.files import write_json_atomically
-from torchpulse.results import asv_results
 from torchpulse.results.project import Project
 from torchpulse.site import page, summary
 
@@ -26,24 +24,15 @@ NOISE = {"seconds": 0.15, "device seconds": 0.002, "kernels": 0.0, "bytes": 0.0}
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("trust")
-    shas = evaluation_project.git_repo(root, COMMITS)
-    (root / "asv.conf.json").write_text(json.dumps(evaluation_project.CONF))
-    results = root / "results"
-    write_json_atomically(results / "gpu1" / "machine.json", {"machine": "gpu1", "version": 1})
-    write_json_atomically(results / "benchmarks.json", {
-        **{name: {"name": name, "params": [WORKLOADS], "param_names": ["workload"],
-                  "type": "track", "unit": unit, "version": "1"}
-           for name, unit in BENCHES.items()}, "version": 2})
     rng = np.random.default_rng(11)
-    for i, sha in enumerate(shas):
-        r = asv_results.new({"machine": "gpu1"}, sha, 1_700_000_000_000 + i, "3.12", "e")
-        for name, unit in BENCHES.items():
-            level = {"seconds": 0.002, "device seconds": 0.0008, "kernels": 201.0,
-                     "bytes": 2e8}[unit]
-            values = [level * float(np.exp(NOISE[unit] * rng.standard_normal()))
-                      for _ in WORKLOADS]
-            asv_results.add(r, name, "1", [WORKLOADS], values)
-        asv_results.save(r, results, asv_results.filename("gpu1", sha, "e"))
+    levels = {"seconds": 0.002, "device seconds": 0.0008, "kernels": 201.0, "bytes": 2e8}
+
+    def values(i: int) -> dict[str, list[float]]:
+        return {name: [levels[unit] * float(np.exp(NOISE[unit] * rng.standard_normal()))
+                       for _ in WORKLOADS] for name, unit in BENCHES.items()}
+
+    track_project(root, COMMITS, {name: (unit, [WORKLOADS]) for name, unit in BENCHES.items()},
+                  values, machine="gpu1", python="3.12")
     return root
 
 

@@ -108,22 +108,17 @@ def run(line: Sequence[str], *, env: Mapping[str, str], cwd: Path | str | None =
         ) -> subprocess.CompletedProcess[str]:
     """``line`` run to its end: its output streamed to ours, or with ``capture`` returned
     (stdout and stderr), or with ``quiet`` kept and written to our stderr only when it
-    fails (`asv machine --yes` prints thirty lines of questions and answers). ``log``: the
-    command and its output appended there."""
-    kept = capture or quiet or log is not None
+    fails (`asv machine --yes` prints thirty lines of questions and answers). ``log`` (with
+    ``capture``): the command's asv arguments and its output appended there."""
+    kept = capture or quiet
     pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
                              "text": True, "errors": "replace"} if kept else {}
     with started(line, env=env, cwd=cwd, **pipes) as proc:
         out, err = proc.communicate()
     done = subprocess.CompletedProcess(list(line), proc.returncode, out or "", err or "")
-    if log is not None:
+    if log is not None:  # line[3:]: what follows `python -c LAUNCH` or `python -m asv`
         with log.open("a") as file:
-            file.write(f"$ asv {' '.join(_args(line))}\n{done.stdout}{done.stderr}\n")
-    if quiet and done.returncode != 0 or kept and not capture and not quiet:
+            file.write(f"$ asv {' '.join(line[3:])}\n{done.stdout}{done.stderr}\n")
+    if quiet and done.returncode != 0:
         sys.stderr.write(done.stdout + done.stderr)
     return done
-
-
-def _args(line: Sequence[str]) -> list[str]:
-    """asv's own arguments of a command() line."""
-    return list(line[3:])

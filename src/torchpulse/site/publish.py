@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchpulse.errors import TorchpulseError
+from torchpulse.files import locked_folder
 from torchpulse.results import asv_process, asv_results
 from torchpulse.results.project import Project
 from torchpulse.site import assets, sanitize, target
@@ -94,7 +95,7 @@ def publish(project: Project, node_modules: Path, *,
     noise floor, branch, ledger), so that the site says what the alert beside it says."""
     assets.check(node_modules)  # a missing asset stops us before anything changes
     html = target.check(project, project.html_dir)
-    with target.locked(html):
+    with locked_folder(html.parent):  # a second publish to it waits for the first
         target.check(project, project.html_dir)  # again: what the lock waited for changed it
         target.remove_leftovers(html)  # of publishes killed before: none can be live now
         return _publish(project, node_modules, html, range_spec, pull, progress,

@@ -21,12 +21,9 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
-from torchpulse.files import locked_folder
 from torchpulse.results.project import Project
 from torchpulse.results.protected import inside, kept
 
@@ -94,18 +91,11 @@ def _asv_names() -> set[str]:
     return _ASV_WRITES | {f.name for d in www if d.is_dir() for f in d.iterdir()}
 
 
-@contextmanager
-def locked(target: Path) -> Iterator[None]:
-    """Exclusive while publishing to ``target``: a flock on its parent folder (no lock file
-    left behind). A second publish waits for the first."""
-    with locked_folder(target.parent):
-        yield
-
-
 def remove_leftovers(target: Path) -> int:
     """Remove the scratch folders a publish killed before finishing left beside ``target``
     (``.<name>.publish-*``, ``.<name>.old-*``: only names ``scratch`` and ``replace`` give).
-    Call it holding ``locked(target)``, so no live publish owns them. How many it removed."""
+    Call it holding the lock on its parent folder (files.locked_folder), so no live publish
+    owns them. How many it removed."""
     pattern = re.compile(rf"\.{re.escape(target.name)}\.(publish|old)-[A-Za-z0-9_]+")
     removed = 0
     for entry in target.parent.iterdir() if target.parent.is_dir() else ():
