@@ -50,10 +50,27 @@ _sizes = load("sizes.py")
 _fastrnns = load("fastrnns/choices.py")
 _registry = load("workloads/registry.py")
 # The families a suite's classes are split by (registry.FAMILIES): the older ones share the
-# classes that hold their history, each later family has classes of its own, whose versions
+# classes that hold their history, each model family has classes of its own, whose versions
 # digest its sizes alone
-_OLDER_FAMILIES = ("rnns", "cnns", "autograd")
-_TRANSFORMERS = ("transformers",)
+_OLDER_FAMILIES = tuple(f for f in _registry.FAMILIES if f not in _registry.MODEL_FAMILIES)
+
+
+def _asked(names: list[str]) -> list[str]:
+    """The names this commit's package measures (registry.since_api): a package that
+    predates a family is not asked for it."""
+    api = getattr(_suite, "API_VERSION", 0)
+    return [name for name in names if _registry.since_api(name) <= api]
+
+
+def _model_classes(base: type, name: str, version, names: list[str]) -> dict[str, type]:
+    """A class of ``base`` for each of registry.MODEL_FAMILIES, named ``name`` with the
+    family's ``suite`` in it (``{suite}Workloads``), its version ``version(its tables,
+    sizes.MODEL_SIZES' row)`` and its parameters the family's of ``names``: put into a
+    suite module's namespace, for asv to find."""
+    return {name.format(suite=row.suite): type(name.format(suite=row.suite), (base,), {
+        "version": version(_sizes.MODEL_SIZES[family]),
+        "params": [_registry.of_families(names, (family,))]})
+        for family, row in _registry.MODEL_FAMILIES.items()}
 
 
 def _version(*tables) -> str:
@@ -123,3 +140,31 @@ class _WorkloadSuite:
     def peakmem_step(self, runner):
         # peak RSS of the process: import, build and one step; warm-up would not lower it
         self.workload.step()
+
+
+class _ModelSuite(_WorkloadSuite):
+    """A model family's (registry.MODEL_FAMILIES) forward alone, backward alone and the peak
+    memory of a training step, on CPU runs; ``_model_suite`` makes one a family."""
+
+    param_names = ["model"]
+
+    def setup(self, model):
+        _check_cpu_run()
+        row = _registry.MODEL_FAMILIES[self.family]
+        api = getattr(_suite, "API_VERSION", 0)
+        if api < row.api:
+            raise NotImplementedError(f"this commit's torchpulse has no {self.family} family")
+        table = _sizes.MODEL_SIZES[self.family][0]
+        if api >= 12:
+            self.workload = _suite.model(self.family, model, table)
+        else:  # API 11, the transformers' first, built them by a function of their own
+            self.workload = _suite.transformer(model, table)
+        self.clock = _suite.clock()
+
+
+def _model_suite(family: str) -> type:
+    """The wall-time suite of the model family ``family``: bench_<family>.<its suite name>,
+    its version the digest of its own sizes."""
+    row = _registry.MODEL_FAMILIES[family]
+    return type(row.suite, (_ModelSuite,), {"version": _version(_sizes.MODEL_SIZES[family][0]),
+                                            "family": family, "params": [list(row.models)]})

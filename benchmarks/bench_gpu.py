@@ -16,7 +16,7 @@ import os
 from asv_runner.benchmarks.mark import SkipNotImplemented
 
 from . import _canary
-from ._common import _OLDER_FAMILIES, _TRANSFORMERS, _registry, _sizes, _suite, _version
+from ._common import _OLDER_FAMILIES, _asked, _model_classes, _registry, _sizes, _suite, _version
 from ._tree import load
 
 WORKLOADS = _registry.workloads(load("fastrnns/choices.py"), load("autograd/choices.py"))
@@ -24,15 +24,11 @@ SELECTION_ENV = _registry.GPU_SELECTION_ENV
 SELECTED = _registry.gpu_selected(WORKLOADS, os.environ.get(SELECTION_ENV))
 
 
-
-
 def _measure(self):
     api = getattr(_suite, "API_VERSION", 0)
     if _suite is None or api < 6:
         return None  # an older package: the benchmarks skip in setup
-    # a package before the transformer family (API 11) is not asked for it
-    names = SELECTED if api >= 11 else _registry.of_families(SELECTED, _OLDER_FAMILIES)
-    return _suite.measure_gpu(names, _sizes.by_preset())
+    return _suite.measure_gpu(_asked(SELECTED), _sizes.by_preset())
 
 
 _measure.timeout = 3600
@@ -105,12 +101,10 @@ class Workloads:
     track_gpu_memory.unit = "bytes"
 
 
-class TransformerWorkloads(Workloads):
-    """The transformer family, from the same process (one setup_cache), under a version of
-    its own sizes."""
-
-    version = _version(_sizes.TRANSFORMERS)
-    params = [_registry.of_families(WORKLOADS, _TRANSFORMERS)]
+# each model family's (TransformerWorkloads, ...): from the same process (one setup_cache),
+# under a version of its own sizes
+globals().update(_model_classes(Workloads, "{suite}Workloads",
+                                lambda tables: _version(tables[0]), WORKLOADS))
 
 
 class MachineCanary(_canary.MachineCanary):

@@ -9,7 +9,7 @@ sizes its version digests: a new family is a new class, and the others keep thei
 
 import os
 
-from ._common import _OLDER_FAMILIES, _TRANSFORMERS, _registry, _sizes, _suite
+from ._common import _OLDER_FAMILIES, _asked, _model_classes, _registry, _sizes, _suite
 from ._common import _version as _suite_version
 from ._tree import load
 
@@ -21,12 +21,14 @@ def _count(self):
     api = getattr(_suite, "API_VERSION", 0)
     if _suite is None or api < 10:
         return None  # an older package counts another way: the benchmarks skip in setup
-    # a package before the transformer family (API 11) is not asked for it
-    names = WORKLOADS if api >= 11 else _registry.of_families(WORKLOADS, _OLDER_FAMILIES)
-    return _suite.count_instructions(names, _sizes.counting())
+    return _suite.count_instructions(_asked(WORKLOADS), _sizes.counting())
 
 
 _count.timeout = 3600
+
+
+# how the counts are taken (suite API 7-10): part of every class's version
+_METHOD = "windows-fixed-malloc-stage-bytecode"
 
 
 class Instructions:
@@ -34,7 +36,7 @@ class Instructions:
     # their counting width (API 8), under torchpulse's malloc (API 9), from byte-code the
     # stage compiled (API 10): a new version starts new series, so asv does not draw API
     # 10's counts after API 9's as a step
-    version = f"{_suite_version(_sizes.INSTRUCTIONS)}-windows-fixed-malloc-stage-bytecode"
+    version = f"{_suite_version(_sizes.INSTRUCTIONS)}-{_METHOD}"
     params = [_registry.of_families(WORKLOADS, _OLDER_FAMILIES)]
     param_names = ["workload"]
     setup_cache = _count
@@ -56,10 +58,8 @@ class Instructions:
     track_instructions.unit = "instructions"
 
 
-class TransformerInstructions(Instructions):
-    """The transformer family's counts: from the same process as the others' (one
-    setup_cache), under a version of its own sizes."""
-
-    version = (f"{_suite_version(_sizes.INSTRUCTION_TRANSFORMERS)}"
-               "-windows-fixed-malloc-stage-bytecode")
-    params = [_registry.of_families(WORKLOADS, _TRANSFORMERS)]
+# each model family's counts (TransformerInstructions, ...): from the same process as the
+# others' (one setup_cache), under a version of its own counting sizes
+globals().update(_model_classes(
+    Instructions, "{suite}Instructions",
+    lambda tables: f"{_suite_version(tables[1])}-{_METHOD}", WORKLOADS))

@@ -5,21 +5,6 @@ family left every other suite's series and version alone."""
 
 # a fleet shard of this module alone still reads its machine
 from ._canary import MachineCanary  # noqa: F401
-from ._common import _check_cpu_run, _registry, _sizes, _suite, _version, _WorkloadSuite
+from ._common import _model_suite
 
-# torchpulse.suite.API_VERSION that builds the family: older commits skip it
-_REQUIRED_API = 11
-
-
-class Transformer(_WorkloadSuite):
-    version = _version(_sizes.TRANSFORMERS)
-    family = "transformers"
-    params = [list(_registry.TRANSFORMER_MODELS)]
-    param_names = ["model"]
-
-    def setup(self, model):
-        _check_cpu_run()
-        if getattr(_suite, "API_VERSION", 0) < _REQUIRED_API:
-            raise NotImplementedError("this commit's torchpulse has no transformer family")
-        self.workload = _suite.transformer(model, _sizes.TRANSFORMERS)
-        self.clock = _suite.clock()
+Transformer = _model_suite("transformers")

@@ -1,6 +1,7 @@
 """The asv glue: benchmarks/ classes over torchpulse.suite."""
 
 import importlib
+import inspect
 import json
 import re
 import shutil
@@ -64,7 +65,7 @@ def test_bench_gpu_declares_every_workload_and_its_figures(bench):
                                importlib.import_module("torchpulse.autograd.choices"))
     older = registry.of_families(every, ("rnns", "cnns", "autograd"))
     assert module.Workloads.params == [older] and len(older) == 78
-    assert module.TransformerWorkloads.params == [registry.transformer_workloads()]
+    assert module.TransformerWorkloads.params == [registry.model_workloads("transformers")]
     assert len(every) == 80
     digest = sizes.digest(sizes.FASTRNNS, sizes.AUTOGRAD, sizes.REVISIONS)
     assert module.Workloads.version == f"2-{digest}-{allocation.POLICY}"
@@ -533,9 +534,13 @@ def test_a_run_of_one_device_leaves_out_exactly_the_suites_that_would_only_skip_
     from torchpulse.results.external import measured_on
 
     modules = sorted(plan_groups(ROOT / "benchmarks"))
-    cpu_only = {m for m in modules  # _WorkloadSuite's setup calls _check_cpu_run()
-                if re.search(r"_check_cpu_run\(\)|\(_WorkloadSuite\)",
-                             (ROOT / "benchmarks" / f"{m}.py").read_text())}
+
+    def refuses_cuda(module: str) -> bool:  # a class whose setup calls _check_cpu_run()
+        classes = [c for c in vars(importlib.import_module(f"benchmarks.{module}")).values()
+                   if isinstance(c, type) and callable(getattr(c, "setup", None))]
+        return any("_check_cpu_run()" in inspect.getsource(c.setup) for c in classes)
+
+    cpu_only = {m for m in modules if refuses_cuda(m)}
     assert {"bench_rnns", "bench_cnns", "bench_autograd", "bench_transformers"} <= cpu_only
     cpu_only.add("bench_instructions")
     on_cuda = {m for m in modules if re.match(measured_on("cuda"), f"{m}.X.time_y")}

@@ -111,16 +111,23 @@ REVISIONS = {
 }
 
 
+# The model families' tables (workloads/registry.py MODEL_FAMILIES): family -> (its table,
+# model -> preset -> row; its counting table, model -> row). A new family's sizes are its two
+# tables and a row here.
+MODEL_SIZES = {"transformers": (TRANSFORMERS, INSTRUCTION_TRANSFORMERS)}
+
+
 def counting() -> dict:
     """The tables the instruction counts build every family at (one row each, the preset
     named ``instructions``)."""
-    return {**INSTRUCTIONS, "transformers": INSTRUCTION_TRANSFORMERS}
+    return {**INSTRUCTIONS, **{family: rows for family, (_, rows) in MODEL_SIZES.items()}}
 
 
 def by_preset() -> dict:
     """The tables the GPU suite and its workers take (preset -> row; gpu.measure.sizes_at
     picks one preset's), with the autograd models' revisions."""
-    return {"fastrnns": FASTRNNS, "autograd": AUTOGRAD, "transformers": TRANSFORMERS,
+    return {"fastrnns": FASTRNNS, "autograd": AUTOGRAD,
+            **{family: rows for family, (rows, _) in MODEL_SIZES.items()},
             "revisions": REVISIONS}
 
 

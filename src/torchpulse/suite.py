@@ -40,7 +40,9 @@ from torchpulse.timing import RegionClock
 #    path, up to 0.6 % from API 9's, so the suites do not mix them.
 # 11: the transformer family: transformer() builds it for the wall-time suite, and the
 #    counts and the GPU suite take its names (workloads/registry.py).
-API_VERSION = 11
+# 12: model() builds any of registry.MODEL_FAMILIES for the wall-time suites (transformer()
+#    is gone: the suites call it on API 11 packages only).
+API_VERSION = 12
 
 
 @functools.cache
@@ -100,32 +102,36 @@ def _workload(runner: str, family: str, row: str) -> Workload:
     return Workload(spec, preset, device())
 
 
-def transformer(model: str, sizes: dict):  # -> workloads.transformer.Encoder
-    """The transformer family's ``model`` built at ``sizes`` (sizes.TRANSFORMERS: model ->
-    preset -> sizes) for this device's preset, not yet warmed up; built once per process.
-    NotImplementedError (asv's "skipped") for a model or preset without sizes."""
-    return _transformer(model, _frozen(_row(sizes, model)))
+def model(family: str, name: str, sizes: dict):  # -> the family's Model
+    """Model ``name`` of the model family ``family`` (workloads/registry.py MODEL_FAMILIES)
+    built at ``sizes`` (its table in sizes.py: model -> preset -> sizes) for this device's
+    preset, not yet warmed up; built once per process. NotImplementedError (asv's
+    "skipped") for a family, model or preset this torchpulse has no sizes or model for."""
+    return _model(family, name, _frozen(_row(sizes, name)))
 
 
 @functools.cache
-def _transformer(model: str, row: str):
+def _model(family: str, name: str, row: str):
     import torch
 
-    from torchpulse.workloads.transformer import Encoder
+    from torchpulse.workloads.regions import model_class
+    from torchpulse.workloads.registry import MODEL_FAMILIES
 
+    if family not in MODEL_FAMILIES:
+        raise NotImplementedError(f"this commit's torchpulse has no {family} family")
     preset = resolve_preset(device=device())
     if preset.num_threads:
         torch.set_num_threads(preset.num_threads)
-    return Encoder(model, json.loads(row), device(), preset.seed)
+    return model_class(family)(name, json.loads(row), device(), preset.seed)
 
 
 _warm: set[tuple[int, str]] = set()
 
 
 def warm_up(built, kind: str) -> None:
-    """Warm ``built`` (a fastrnns Workload or a transformer) up once per process for what is
-    measured: "forward" passes or training "step"s, until times are steady (a runner's
-    ``settle_iterations``, at most its preset's warm-up; a transformer's ``settle``)."""
+    """Warm ``built`` (a fastrnns Workload or a model family's model) up once per process for
+    what is measured: "forward" passes or training "step"s, until times are steady (a
+    runner's ``settle_iterations``, at most its preset's warm-up; a model's ``settle``)."""
     if kind not in ("forward", "step"):
         raise ValueError(f"kind must be 'forward' or 'step', not {kind!r}")
     if (id(built), kind) in _warm:

@@ -51,6 +51,7 @@ from pathlib import Path
 
 from torchpulse.errors import TorchpulseError
 from torchpulse.instructions import probe, stage_paths
+from torchpulse.workloads.registry import MODEL_FAMILIES
 
 # not $TMPDIR: a CI job's own temporary directory differs in length from one job to the next
 FIXED_TMP = "/tmp"
@@ -84,7 +85,7 @@ COUNTED_SOURCES = (
     "fastrnns/__init__.py", "fastrnns/choices.py", "fastrnns/runners.py",
     "models/__init__.py", "models/lstm.py", "models/modes.py", "models/resnet.py",
     "workloads/__init__.py", "workloads/clock.py", "workloads/regions.py",
-    "workloads/registry.py", "workloads/transformer.py",
+    "workloads/registry.py", *(f"workloads/{f.module}.py" for f in MODEL_FAMILIES.values()),
     "instructions/__init__.py", "instructions/callgrind.py", "instructions/client.py",
     "instructions/messages.py", "instructions/native.py", "instructions/stage_paths.py",
     "instructions/windows.py", "instructions/worker.py",

@@ -38,6 +38,7 @@ def _sibling(relative: str) -> ModuleType:
 _files = _sibling("files.py")  # a FIFO or a link to /dev/zero is not read
 _fastrnns = _sibling("fastrnns/choices.py")
 _autograd = _sibling("autograd/choices.py")
+_registry = _sibling("workloads/registry.py")
 
 # one character set for every parameter value that comes from a foreign file: no quotes,
 # angle brackets, ampersands or backslashes, so nothing can inject markup into the site
@@ -50,7 +51,9 @@ MEASURED = r"^(?!external\.)"
 # on the CPU; on CUDA the per-process suites (bench_gpu measures their workloads) and the
 # instruction counts (CPU work only). A skip still costs asv a process per benchmark.
 ON_CPU = r"^(?!external\.|bench_gpu\.)"
-ON_CUDA = r"^(?!external\.|bench_(rnns|cnns|autograd|transformers|instructions)\.)"
+ON_CUDA = (r"^(?!external\.|bench_("
+           + "|".join(("rnns", "cnns", "autograd", *_registry.MODEL_FAMILIES, "instructions"))
+           + r")\.)")
 
 
 def measured_on(device: str) -> str:

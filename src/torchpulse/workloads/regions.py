@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchpulse.workloads.clock import Clock
-from torchpulse.workloads.registry import row, split
+from torchpulse.workloads.registry import MODEL_FAMILIES, row, split
 
 Run = Callable[..., None]  # run(clock: Clock | None = None): one call
 
@@ -62,35 +62,44 @@ def _autograd_region(model: str, task: str, row: dict, device: str, preset: str)
     return run
 
 
-def _transformer_region(encoder: Any, region: str) -> Run:
+def _model_region(model: Any, region: str) -> Run:
     if region == "forward":
-        return lambda clock=None: encoder.forward(clock)
+        return lambda clock=None: model.forward(clock)
     if region == "backward":  # the forward pass runs too, outside the region
-        return lambda clock=None: encoder.step(backward_clock=clock)
+        return lambda clock=None: model.step(backward_clock=clock)
     raise ValueError(f"unknown region {region!r}")
 
 
-def _transformer(name: str, what: str, tables: dict, device: str, built: dict | None) -> Any:
-    """The encoder of ``name``, shared by its regions through ``built`` as a runner is."""
-    from torchpulse.presets import DEFAULT_SEED
-    from torchpulse.workloads.transformer import Encoder
+def model_class(family: str) -> type:
+    """The ``Model`` of one of registry.MODEL_FAMILIES: built as ``Model(name, row, device,
+    seed)``, with ``settle`` (warm-up calls), ``forward(clock)`` and ``step(forward_clock,
+    backward_clock)`` (a training step, each pass measured on its own clock)."""
+    import importlib
 
-    key = f"transformers/{what}"
-    encoder = None if built is None else built.get(key)
-    if encoder is None:
+    return importlib.import_module(f"torchpulse.workloads.{MODEL_FAMILIES[family].module}").Model
+
+
+def _model(name: str, family: str, what: str, tables: dict, device: str,
+           built: dict | None) -> Any:
+    """The model of ``name``, shared by its regions through ``built`` as a runner is."""
+    from torchpulse.presets import DEFAULT_SEED
+
+    key = f"{family}/{what}"
+    model = None if built is None else built.get(key)
+    if model is None:
         sizes = row(name, tables)
         if sizes is None:
-            raise ValueError(f"no sizes for the transformer {what!r}")
-        encoder = Encoder(what, sizes, device, DEFAULT_SEED)
+            raise ValueError(f"no sizes for {key}")
+        model = model_class(family)(what, sizes, device, DEFAULT_SEED)
         if built is not None:
-            built[key] = encoder
-    return encoder
+            built[key] = model
+    return model
 
 
 def build(name: str, tables: dict, device: str, preset: str, *,
           built: dict | None = None) -> Region:
     """The workload ``name`` at ``tables`` ({"fastrnns": a Preset's fields, "autograd":
-    model -> its getter's sizes, "transformers": model -> its sizes}) on ``device``, named
+    model -> its getter's sizes, each model family: model -> its sizes}) on ``device``, named
     ``preset`` (the name its sizes are filed under). ``built`` keeps the models already
     built, by runner: the forward and backward regions of a runner then share one model
     (the GPU suite: one build a runner); without it every region is built afresh (the
@@ -115,7 +124,7 @@ def build(name: str, tables: dict, device: str, preset: str, *,
             raise ValueError(f"no sizes for the autograd model {what!r}")
         return Region(_autograd_region(what, region, tables["autograd"][what], device,
                                        preset), 1)
-    if family == "transformers":
-        encoder = _transformer(name, what, tables, device, built)
-        return Region(_transformer_region(encoder, region), encoder.settle)
+    if family in MODEL_FAMILIES:
+        model = _model(name, family, what, tables, device, built)
+        return Region(_model_region(model, region), model.settle)
     raise AssertionError(family)  # split() admits no other

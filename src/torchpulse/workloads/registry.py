@@ -13,16 +13,32 @@ them at the counting sizes (sizes.py) and the GPU suite measures them on CUDA.
 from __future__ import annotations
 
 from types import ModuleType
+from typing import NamedTuple
 
+
+class ModelFamily(NamedTuple):
+    """A family of models with a forward and a backward region each, declared by this row
+    alone: the suites, the counts, the GPU suite and the stage take it from here."""
+
+    module: str  # workloads/<module>.py, whose ``Model(name, row, device, seed)`` builds one
+    models: tuple[str, ...]  # each has a row in its tables (sizes.MODEL_SIZES)
+    suite: str  # its classes' name: bench_<family>.<suite>, bench_gpu.<suite>Workloads, ...
+    api: int  # the torchpulse.suite API_VERSION that first builds it: older commits skip it
+
+
+# The model families, in the order they are counted after the older ones. A new family is
+# its module, a row here, its tables in sizes.py (MODEL_SIZES), benchmarks/bench_<family>.py
+# naming it, and its tests.
+MODEL_FAMILIES = {
+    "transformers": ModelFamily("transformer", ("encoder",), "Transformer", 11),
+}
 # family -> (the sizes table its workloads are built from, whether that table has a row per
 # runner or model rather than one row for the whole family). A family's own table: the
 # suites digest only the tables of the workloads they measure, so a new family leaves every
-# other series' version alone (tests/test_suite.py)
+# other series' version alone (tests/test_suite_versions.py)
 FAMILIES = {"rnns": ("fastrnns", False), "cnns": ("fastrnns", False),
-            "autograd": ("autograd", True), "transformers": ("transformers", True)}
-# the transformer family's models (workloads/transformer.py builds them), each a forward
-# and a backward region
-TRANSFORMER_MODELS = ("encoder",)
+            "autograd": ("autograd", True),
+            **{family: (family, True) for family in MODEL_FAMILIES}}
 REGIONS = ("forward", "backward")
 
 
@@ -50,16 +66,24 @@ def autograd_workloads(autograd: ModuleType) -> list[str]:
             for task in choices.TASKS if task in choices.MODEL_TASKS[model]]
 
 
-def transformer_workloads() -> list[str]:
-    return [f"transformers/{model}/{region}" for model in TRANSFORMER_MODELS
+def model_workloads(family: str) -> list[str]:
+    """The workloads of one of MODEL_FAMILIES: each model's forward and backward."""
+    return [f"{family}/{model}/{region}" for model in MODEL_FAMILIES[family].models
             for region in REGIONS]
+
+
+def since_api(name: str) -> int:
+    """The torchpulse.suite API_VERSION that first measures workload ``name``: a suite asks
+    an older commit's package for none of those it lacks (0: every package)."""
+    family = name.split("/", 1)[0]
+    return MODEL_FAMILIES[family].api if family in MODEL_FAMILIES else 0
 
 
 def workloads(fastrnns: ModuleType, autograd: ModuleType) -> list[str]:
     """Every workload, in the order one process counts them; ``fastrnns`` and ``autograd``
     are the ``choices`` modules of those packages (the suites pass the working tree's)."""
     return [*rnn_workloads(fastrnns), *cnn_workloads(fastrnns), *autograd_workloads(autograd),
-            *transformer_workloads()]
+            *(name for family in MODEL_FAMILIES for name in model_workloads(family))]
 
 
 def of_families(names: list[str], families: tuple[str, ...]) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from torchpulse.errors import TorchpulseError
 from torchpulse.workloads.clock import Clock
-from torchpulse.workloads.registry import TRANSFORMER_MODELS
+from torchpulse.workloads.registry import MODEL_FAMILIES
 
 FIELDS = ("batch", "seq", "d_model", "heads", "ffn", "layers")
 # calls after which an eager model's times are steady (as the eager fastrnns runners)
@@ -48,7 +48,7 @@ class Encoder:
         import torch
         from torch import nn
 
-        if model not in TRANSFORMER_MODELS:
+        if model not in MODEL_FAMILIES["transformers"].models:
             raise ValueError(f"transformer model {model!r} is not in this version of "
                              "torchpulse")
         sizes = _checked(row)
@@ -98,3 +98,7 @@ class Encoder:
             for param in self.params:
                 if param.grad is not None:
                     param.grad.zero_()
+
+
+# what regions.build and the suite build for the family (registry.MODEL_FAMILIES)
+Model = Encoder
