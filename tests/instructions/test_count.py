@@ -246,7 +246,7 @@ def test_the_parents_warm_up_is_the_same_whatever_the_selection(monkeypatch):
 
     seen = []
 
-    def fake_run(cmd, env, cwd, timeout, log, keep=()):
+    def fake_run(cmd, env, cwd, timeout, log, progress=None, keep=()):
         seen.append((cwd / "prewarm.json").read_bytes())
         assert len(keep) == 1  # the stage's lock goes with the counted process
         return 0, ""
@@ -282,14 +282,14 @@ def test_each_childs_files_are_read_when_it_finishes_not_after_the_last(monkeypa
     def dump(total: int) -> str:
         return f"events: Ir\nfn=(1) work\n0 {total}\ntotals: {total}\n"
 
-    def fake_run(cmd, env, cwd, timeout, log, keep=()):
+    def fake_run(cmd, env, cwd, timeout, log, progress=None, keep=()):
         out = cwd / "out"
         groups = [json.loads((cwd / "in" / worker.file_name(i)).read_text())["names"]
                   for i in range(4)]
         staged.extend(groups)
         for index in (2, 0, 3, 1):  # in the order they finish, not the selection's
             if index == 1:  # died: no file
-                log("failed 1 (exit -11)")
+                progress(messages.progress_record(1, -11))
                 continue
             pid, results = 100 + index, []
             for member, name in enumerate(groups[index]):
@@ -305,7 +305,7 @@ def test_each_childs_files_are_read_when_it_finishes_not_after_the_last(monkeypa
                     (out / "dumps" / f"callgrind.out.{pid}.{n}").write_text(dump(total))
             (out / worker.file_name(index)).write_text(json.dumps(
                 {"pid": pid, "workloads": results, "inputs": {"files": [f"/f{index}"]}}))
-            log(f"counted {index}")
+            progress(messages.progress_record(index, 0))
             # gone once said: read by then, or the figure would be lost
             (out / worker.file_name(index)).unlink()
             for path in (out / "dumps").glob(f"callgrind.out.{pid}.*"):
@@ -390,7 +390,7 @@ def test_the_counted_process_starts_without_scipy():
 
 
 FORK_PROBE = """
-import dis, json, sys
+import dis, json, os, sys
 from torchpulse.instructions import worker
 
 def child(index, stage, forked):  # what the child holds as it starts its work
@@ -400,7 +400,11 @@ def child(index, stage, forked):  # what the child holds as it starts its work
     return 0
 
 worker._child, worker.prewarm, worker.inputs = child, lambda spec: None, lambda *a: {}
-sys.exit(worker.main(sys.argv[1], "000012", "000002"))
+said, progress = os.pipe()
+code = worker.main(sys.argv[1], "000012", "000002", f"{progress:06d}")
+os.close(progress)
+sys.stdout.write(os.read(said, 1 << 16).decode())  # every child's end, as the count reads it
+sys.exit(code)
 """
 
 
@@ -425,12 +429,12 @@ def test_every_child_starts_from_the_same_state_whatever_its_index(tmp_path):
     code = probes[0][1]
     assert all(other == code for _, other in probes), probes
     assert "JUMP_BACKWARD_QUICK" in code  # quickened before the first child: the loop ran
-    # every child was reaped and said so in the lines the count reads (messages.py)
-    ended = [messages.read_progress(line, 12) for line in done.stderr.splitlines()]
-    assert sorted(ended, key=lambda e: e.index) == [messages.Progress("counted", i)
+    # every child was reaped and said so on the progress pipe, in the records the count
+    # reads (messages.py), and nothing of it on stderr
+    ended = [messages.read_progress(line.encode(), 12) for line in done.stdout.splitlines()]
+    assert sorted(ended, key=lambda e: e.index) == [messages.Progress(i, 0)
                                                      for i in range(12)]
-    assert sorted(done.stderr.splitlines()) == sorted(messages.progress_line(i, 0)
-                                                      for i in range(12))
+    assert done.stderr == ""
 
 
 def test_inside_the_counted_process_realpath_stops_at_the_stages_links(tmp_path,

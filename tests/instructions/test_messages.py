@@ -2,6 +2,7 @@
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -55,10 +56,28 @@ def test_a_fifo_where_a_result_should_be_is_not_waited_on(tmp_path):
 
 
 @pytest.mark.parametrize("index, code", [(0, 0), (11, 0), (3, 1), (5, -9)])
-def test_a_progress_line_names_its_child_and_other_lines_are_not_progress(index, code):
-    ended = messages.read_progress(messages.progress_line(index, code), 12)
-    assert ended == messages.Progress("counted" if code == 0 else "failed", index,
-                                      "" if code == 0 else f"(exit {code})")
-    assert messages.read_progress(messages.progress_line(12, 0), 12) is None  # no such child
-    for other in ("prewarmed in 3.1 s", "counted", "counted x", "==1234== valgrind", ""):
+def test_a_progress_record_names_its_child_and_nothing_else_is_progress(index, code):
+    assert messages.read_progress(messages.progress_record(index, code), 12) == \
+        messages.Progress(index, code)
+    assert messages.read_progress(messages.progress_record(12, 0), 12) is None  # no such child
+    for other in (b"prewarmed in 3.1 s", b"counted 1", b"{}", b'{"child": -1, "exit": 0}',
+                  b'{"child": 1, "exit": "0"}', b'{"child": true, "exit": 0}', b"[1, 0]", b"",
+                  b"\xff"):
         assert messages.read_progress(other, 12) is None
+
+
+def test_the_counted_process_says_a_childs_end_on_its_own_pipe_and_words_on_stderr(tmp_path):
+    """process.run hands the progress pipe's records to ``progress`` and stderr's lines to
+    ``log``: a line on stderr that looks like progress is only words."""
+    from torchpulse.instructions import process
+
+    said = ("import os, sys; fd = int(sys.argv[1]); "
+            "print('counted 0', file=sys.stderr); "
+            f"os.write(fd, {messages.progress_record(1, -11)!r}); "
+            "print('valgrind: done', file=sys.stderr)")
+    records, lines = [], []
+    code, last = process.run([sys.executable, "-c", said], dict(os.environ), tmp_path, 60,
+                             lines.append, records.append)
+    assert (code, last) == (0, "valgrind: done")
+    assert lines == ["counted 0", "valgrind: done"]
+    assert [messages.read_progress(r, 2) for r in records] == [messages.Progress(1, -11)]

@@ -266,7 +266,7 @@ def test_a_count_reuses_what_it_can_and_counts_only_the_rest(tmp_path, monkeypat
     runs = tmp_path / "runs"
     started = []
 
-    def fake_run(cmd, env, cwd, timeout, log, keep=()):
+    def fake_run(cmd, env, cwd, timeout, log, progress=None, keep=()):
         started.append([json.loads(p.read_text())["names"]
                         for p in sorted((cwd / "in").iterdir())])
         for index in range(len(started[-1])):

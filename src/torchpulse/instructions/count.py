@@ -258,25 +258,26 @@ def _count_staged(stage: normalised.Stage, groups: list[list[str]], specs: dict[
         (inputs_dir / worker.file_name(index)).write_text(
             json.dumps(messages.child_request(group, specs[group[0]])))
     cmd = process.command(stage, len(groups), processes or process.jobs(),
-                  instr_at_start=stage.helper is None)
+                          instr_at_start=stage.helper is None)
 
     collected = _Collected(groups, out, inputs)
 
-    def progress(line: str) -> None:  # the worker says indexes: the names are here
-        ended = messages.read_progress(line, len(groups))
-        if ended is None:
+    def ended(record: bytes) -> None:  # the worker says indexes: the names are here
+        said = messages.read_progress(record, len(groups))
+        if said is None:
             if log is not None:
-                log(line)
+                log(f"not a child's end, on the progress pipe: {record[:200]!r}")
             return
-        collected.child(ended.index)
+        collected.child(said.index)
         if log is not None:
-            for name in groups[ended.index]:
+            exit_code = f" (exit {said.exit_code})" if said.exit_code else ""
+            for name in groups[said.index]:
                 verb = "failed" if name in collected.failed else "counted"
-                log(f"{verb} {name}{' ' + ended.tail if ended.tail else ''}")
+                log(f"{verb} {name}{exit_code}")
 
     # the lock goes with it: a counted process that outlives this one keeps its stage
-    returncode, tail = process.run(cmd, dict(stage.environ), stage.root, timeout, progress,
-                            (stage.lock,))
+    returncode, tail = process.run(cmd, dict(stage.environ), stage.root, timeout, log, ended,
+                                   (stage.lock,))
     if returncode != 0:
         raise CountingError(f"the counted process failed (exit {returncode}): {tail}")
     return collected.finish()

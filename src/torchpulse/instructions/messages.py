@@ -3,10 +3,11 @@ counted process (worker.py, under valgrind): one schema, written and checked her
 
 Down: ``prewarm.json`` (PrewarmRequest) and a ChildRequest a child in ``in/``. Up: a
 ChildResult a child in ``out/`` (its pid, a WorkloadResult a workload, what it was made of)
-and ``parent.json`` (what the children inherited), and a progress line on stderr per child
-as it exits (``counted INDEX`` or ``failed INDEX (exit N)``). The counted process
-(worker.py) writes its side through child_result, child_failure and progress_line; count.py
-reads it through read_child, read_inputs and read_progress.
+and ``parent.json`` (what the children inherited), and a Progress record per child as it
+exits, on a pipe of its own (process.run): stderr carries only words for a person
+(valgrind's, Python's, the warm-up's). The counted process (worker.py) writes its side
+through child_result, child_failure and progress_record; count.py reads it through
+read_child, read_inputs and read_progress.
 """
 
 from __future__ import annotations
@@ -132,24 +133,26 @@ def read_inputs(path: Path) -> dict | None:
 
 @dataclass(frozen=True)
 class Progress:
-    """A child's end as the counted process says it: ``counted`` or ``failed``, its index,
-    the rest of the line (``(exit N)``)."""
+    """A child's end, as the counted process says it: its index and exit status."""
 
-    verb: str
     index: int
-    tail: str = ""
+    exit_code: int = 0
 
 
-def progress_line(index: int, exit_code: int) -> str:
-    """The line the counted process writes when child ``index`` exits (worker.main)."""
-    return f"counted {index}" if exit_code == 0 else f"failed {index} (exit {exit_code})"
+def progress_record(index: int, exit_code: int) -> bytes:
+    """The record the counted process writes on its progress pipe when child ``index``
+    exits (worker.main): one line of JSON."""
+    return json.dumps({"child": index, "exit": exit_code}).encode() + b"\n"
 
 
-def read_progress(line: str, children: int) -> Progress | None:
-    """``line`` as a child's end, or None for any other line (the counted process's own
-    words: prewarm, valgrind's messages)."""
-    verb, _, rest = line.partition(" ")
-    index, _, tail = rest.partition(" ")
-    if verb not in ("counted", "failed") or not index.isdigit() or int(index) >= children:
+def read_progress(record: bytes, children: int) -> Progress | None:
+    """``record`` as a child's end; None for anything else (not this schema, or not one of
+    the ``children``)."""
+    try:
+        data = json.loads(record)
+    except ValueError:
         return None
-    return Progress(verb, int(index), tail)
+    if not (isinstance(data, dict) and _int(data.get("child")) and data["child"] < children
+            and isinstance(data.get("exit"), int) and not isinstance(data["exit"], bool)):
+        return None
+    return Progress(data["child"], data["exit"])

@@ -68,34 +68,56 @@ def command(stage: normalised.Stage, workloads: int, processes: int, *,
             f"{processes:06d}"]
 
 
-def run(cmd: list[str], env: dict, cwd: Path, timeout: float | None,
-         log, keep: tuple[int, ...] = ()) -> tuple[int, str]:
+def run(cmd: list[str], env: dict, cwd: Path, timeout: float | None, log,
+        progress=None, keep: tuple[int, ...] = ()) -> tuple[int, str]:
     """Run the counted process (in a process group of its own: its forked children go with
-    it on a timeout or an interrupt), passing each line it writes to ``log`` as it comes (a
-    count of the whole family takes minutes); (exit status, its last line). ``keep``: file
+    it on a timeout or an interrupt), passing each line it writes on stderr to ``log`` and
+    each record it writes on its progress pipe (messages.progress_record; the pipe's
+    descriptor is its last argument) to ``progress``, as they come (a count of the whole
+    family takes minutes); (exit status, its last line on stderr). ``keep``: file
     descriptors it inherits (the stage's lock)."""
-    last = "no output"
-    with subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, pass_fds=keep,
-                          start_new_session=True) as proc:
-        timer = threading.Timer(timeout, _kill_group, (proc,)) if timeout else None
-        if timer:
-            timer.start()
-        try:
-            for line in proc.stderr:
-                line = line.rstrip()
-                if line:
-                    last = line
-                    if log is not None:
-                        log(line)
-            proc.wait()
-        finally:
+    read_end, write_end = os.pipe()
+    last = ["no output"]
+    try:
+        with subprocess.Popen([*cmd, f"{write_end:06d}"], env=env, cwd=cwd,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              pass_fds=(*keep, write_end), start_new_session=True) as proc:
+            os.close(write_end)
+            write_end = -1
+            said = threading.Thread(target=_pass_lines, args=(proc.stderr, log, last),
+                                    daemon=True)
+            said.start()
+            timer = threading.Timer(timeout, _kill_group, (proc,)) if timeout else None
             if timer:
-                timer.cancel()
-            if proc.poll() is None:  # interrupted: leave nothing running
-                _kill_group(proc)
+                timer.start()
+            try:
+                with os.fdopen(read_end, "rb") as records:
+                    read_end = -1
+                    for record in records:  # until every holder of its write end is gone
+                        if progress is not None:
+                            progress(record)
+                said.join()
                 proc.wait()
-    return proc.returncode, last
+            finally:
+                if timer:
+                    timer.cancel()
+                if proc.poll() is None:  # interrupted: leave nothing running
+                    _kill_group(proc)
+                    proc.wait()
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
+    return proc.returncode, last[0]
+
+
+def _pass_lines(stream, log, last: list[str]) -> None:
+    for line in stream:
+        line = line.rstrip()
+        if line:
+            last[0] = line
+            if log is not None:
+                log(line)
 
 
 # run in the stage's surroundings, outside valgrind: is the preloaded malloc the one in use?

@@ -145,15 +145,17 @@ def _warm_close_each() -> None:
     _close_each(spare, len(spare))
 
 
-def main(stage_dir: str, children: str, jobs: str) -> int:
+def main(stage_dir: str, children: str, jobs: str, progress: str) -> int:
     """Fork every child at once, each waiting on a pipe of its own for its turn, then let
     ``jobs`` run at a time, in order. Forked before any of them is reaped, a child's state is
     the same whichever finished first (a reap between forks, with its objects, made the
     native LSTMs' counts differ by 0.2 % between a quiet and a busy run). The bookkeeping
     between forks lives in arrays of a fixed size, allocated before the first: a list and a
     dict that grew with each fork gave the k-th child k more objects, and a workload's count
-    followed its place in the selection (docs/instructions.md, "Determinism")."""
-    stage, count, at_once = Path(stage_dir), int(children), int(jobs)
+    followed its place in the selection (docs/instructions.md, "Determinism"). Each child's
+    end is said on the descriptor ``progress`` (messages.progress_record)."""
+    stage, count, at_once, said = Path(stage_dir), int(children), int(jobs), int(progress)
+    os.set_inheritable(said, False)  # a child's helper processes must not hold it open
     if count > MAX_CHILDREN:
         print(f"{count} children: at most {MAX_CHILDREN} a count", file=sys.stderr)
         return 2
@@ -173,6 +175,7 @@ def main(stage_dir: str, children: str, jobs: str) -> int:
             try:
                 _close_each(starts, index)
                 os.close(start)
+                os.close(said)
                 os.read(wait_for, 1)  # its turn, or the parent's end (EOF): go on either way
                 code = _child(index, stage, forked)
             finally:
@@ -195,7 +198,7 @@ def main(stage_dir: str, children: str, jobs: str) -> int:
         pid, status = os.wait()
         code = os.waitstatus_to_exitcode(status)
         index = pids.index(pid, 0, count)
-        print(messages.progress_line(index, code), file=sys.stderr, flush=True)
+        os.write(said, messages.progress_record(index, code))
         if released < count:
             release()
     # what every child inherited, walked once here, where it runs uninstrumented
@@ -222,7 +225,7 @@ import torchpulse.workloads.regions, torchpulse.autograd.run, torchpulse.fastrnn
 import torchpulse.autograd.models, torchpulse.models
 import torchpulse.instructions.client, torchpulse.instructions.worker as worker
 """
-# What the counted process runs (``python -S -c BOOTSTRAP STAGE WORKLOADS JOBS``).
+# What the counted process runs (``python -S -c BOOTSTRAP STAGE WORKLOADS JOBS PROGRESS_FD``).
 BOOTSTRAP = IMPORTS + "sys.exit(worker.main(*sys.argv[1:]))\n"
 # The compilation pass (``python -S -c COMPILE STAGE``, outside valgrind): the same imports
 # and the parent's warm-up, whose builds import more
