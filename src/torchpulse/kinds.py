@@ -1,8 +1,9 @@
 """The kinds of metric torchpulse judges, one row each, and the units that belong to each:
 what the alert, the reports, compare and bisect, the canary's rule and the triage file's
 statistics read instead of special cases of unit strings. Adding a unit of an existing
-kind is one row of UNITS; a kind is one row of KINDS (and, for its own threshold, a
-Settings field and its option, named by ``Kind.setting``). Standard library only.
+kind is one row of UNITS; a kind is one row of KINDS (and, for its own threshold, the
+Settings field ``Kind.setting`` names: every command that judges takes its option from the
+row). Standard library only.
 
 - TIME: wall time, memory, ratios and anything not listed: the detector's steps with
   --threshold; a busy machine moves it.
@@ -52,15 +53,22 @@ class Kind:
     resolution: float = 0.0
     # how the thresholds line names it: '1% on instruction counts'
     threshold_phrase: str = ""
+    # what its threshold option (--<setting>, every command that judges) says of it
+    option_help: str = ""
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind(TIME, "times and memory", "threshold", DEFAULT_THRESHOLD, False, False),
+    Kind(TIME, "times and memory", "threshold", DEFAULT_THRESHOLD, False, False,
+         option_help="smallest change worth an alert, 0.05 or 5%: changes clearly below it "
+         "are not reported"),
     Kind(COUNT, "instruction counts", "count_threshold", DEFAULT_COUNT_THRESHOLD, True, True,
-         0.001, "on instruction counts"),  # counts repeat to the instruction: 0.1 % is the
-    # determinism the family is held to (docs/instructions.md)
+         0.001, "on instruction counts",  # counts repeat to the instruction: 0.1 % is the
+         # determinism the family is held to (docs/instructions.md)
+         "the same for counted work (series in unit 'instructions'), which a busy machine "
+         "does not move and one run of each commit decides"),
     Kind(DEVICE, "kernel time", "device_threshold", DEFAULT_DEVICE_THRESHOLD, True, False,
-         0.0, "on kernel time"),
+         0.0, "on kernel time", "the same for a GPU region's kernel time (series in unit "
+         "'device seconds'), which launch gaps and a busy host do not move"),
     Kind(EXACT, "exact counters", None, None, True, True, 0.0, "on exact counters"),
 )}
 

@@ -9,7 +9,7 @@ from torchpulse.analysis.defaults import (
 )
 from torchpulse.analysis.settings import DEFAULTS, Settings
 from torchpulse.cli import build_parser
-from torchpulse.kinds import COUNT, DEVICE, EXACT, KINDS, TIME, UNITS, Unit, kind_of
+from torchpulse.kinds import COUNT, DEVICE, EXACT, KINDS, TIME, UNITS, Kind, Unit, kind_of
 
 
 def test_each_rule_has_its_threshold():
@@ -35,6 +35,38 @@ def test_the_command_line_gives_every_command_that_judges_the_same_settings():
                                           "--count-threshold", "0.01", "--noise-floor",
                                           "0.002", "--device-threshold", "0.03"])
         assert alert_settings(args) == Settings(0.05, 0.1, 0.01, 0.002, 0.03), command
+
+
+def test_every_command_that_judges_takes_a_kinds_threshold_option_from_its_row(monkeypatch):
+    """The threshold options are made from KINDS: every command that judges (the alert's
+    and compare's and bisect's) has one a kind with a setting, with the row's default, and
+    a kind added to the table gets its option on every one of them with nothing else (its
+    threshold's field is Settings', which the row names)."""
+    commands = (["alert"], ["dashboard"], ["publish"], ["compare", "a", "b"],
+                ["bisect", "--bench", "x", "a", "b"])
+    for command in commands:
+        args = build_parser().parse_args(command)
+        assert {k.setting: getattr(args, k.setting) for k in KINDS.values() if k.setting} \
+            == {k.setting: k.default_threshold for k in KINDS.values() if k.setting}, command
+    cycles = Kind("cycles", "cycle counts", "cycle_threshold", 0.002, True, True,
+                  option_help="the same for cycle counts")
+    monkeypatch.setitem(KINDS, "cycles", cycles)
+    monkeypatch.setattr(Settings, "cycle_threshold", 0.002, raising=False)
+    for command in commands:
+        args = build_parser().parse_args([*command, "--cycle-threshold", "1%"])
+        assert args.cycle_threshold == 0.01, command
+    assert "--cycle-threshold FRACTION" in _help("alert")
+    assert "the same for cycle counts (default: 0.2%)" in " ".join(_help("alert").split())
+
+
+def _help(command: str) -> str:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    return out.getvalue()
 
 
 def test_every_kind_names_a_setting_its_threshold_lives_in_and_every_unit_a_kind():

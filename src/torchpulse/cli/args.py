@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING
 
 from torchpulse.analysis.defaults import (
     DEFAULT_ALPHA,
-    DEFAULT_COUNT_THRESHOLD,
-    DEFAULT_DEVICE_THRESHOLD,
     DEFAULT_NOISE_FLOOR,
-    DEFAULT_THRESHOLD,
 )
 from torchpulse.errors import TorchpulseError
+from torchpulse.kinds import KINDS
 from torchpulse.presets import PRESETS
 from torchpulse.text import one_line, printable
 
@@ -176,7 +174,6 @@ def add_output(p: argparse.ArgumentParser, what: str, *aliases: str) -> None:
 def alert_settings(args: argparse.Namespace) -> Settings:
     """The detector's settings the user gave (add_alert_settings' options), as one value."""
     from torchpulse.analysis.settings import Settings  # numpy: not while building --help
-    from torchpulse.kinds import KINDS
 
     return Settings(alpha=args.alpha,
                     noise_floor=getattr(args, "noise_floor", Settings.noise_floor),
@@ -186,15 +183,7 @@ def alert_settings(args: argparse.Namespace) -> Settings:
 
 def add_alert_settings(p: argparse.ArgumentParser) -> None:
     """The detector's settings, as `alert` and `dashboard` take them."""
-    p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD,
-                   help="smallest change worth an alert, as a fraction (default: "
-                   f"{DEFAULT_THRESHOLD}): changes clearly below it are not reported")
-    p.add_argument("--count-threshold", type=fraction, default=DEFAULT_COUNT_THRESHOLD,
-                   metavar="FRACTION", help="the same for counted work (series in unit "
-                   "'instructions'), which a busy machine does not move (default: "
-                   f"{DEFAULT_COUNT_THRESHOLD}); on exact counters (dynamo's graph breaks, "
-                   "graphs ...) any increase is a regression")
-    add_device_threshold(p)
+    add_thresholds(p)
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
                    help="significance of a change point within a series, and the false-"
                    f"discovery rate across series (default: {DEFAULT_ALPHA})")
@@ -205,11 +194,16 @@ def add_alert_settings(p: argparse.ArgumentParser) -> None:
                    "spread within runs can raise it)")
 
 
-def add_device_threshold(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device-threshold", type=fraction, default=DEFAULT_DEVICE_THRESHOLD,
-                   metavar="FRACTION", help="the same for a GPU region's kernel time (series "
-                   "in unit 'device seconds'), which launch gaps and a busy host do not move "
-                   f"(default: {DEFAULT_DEVICE_THRESHOLD})")
+def add_thresholds(p: argparse.ArgumentParser) -> None:
+    """A threshold option for every kind of metric that has one (kinds.KINDS: --threshold,
+    --count-threshold, --device-threshold), as every command that judges takes them."""
+    for kind in KINDS.values():
+        if kind.setting is None:
+            continue
+        p.add_argument(f"--{kind.setting.replace('_', '-')}", type=fraction,
+                       default=kind.default_threshold, metavar="FRACTION",
+                       help=kind.option_help.replace("%", "%%")  # argparse's formatting
+                       + f" (default: {kind.default_threshold * 100:g}%%)")
 
 
 # --------------------------------------------------------------------------- at run time

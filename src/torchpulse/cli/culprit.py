@@ -9,15 +9,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from torchpulse.analysis.defaults import DEFAULT_COUNT_THRESHOLD, FORMATS, MIN_ROUNDS
+from torchpulse.analysis.defaults import FORMATS, MIN_ROUNDS
 from torchpulse.cli.args import (
     EXIT_FAILED,
     EXIT_OK,
     UsageError,
     add_config,
-    add_device_threshold,
     add_machine,
     add_output,
+    add_thresholds,
     alert_settings,
     check_outputs,
     fraction,
@@ -30,7 +30,6 @@ from torchpulse.cli.args import (
 )
 from torchpulse.results.external import MEASURED
 
-DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 DEFAULT_MAX_RUNS = 20
 # two environments: a round times every undecided workload in both (90-105 s for the 72
@@ -249,15 +248,7 @@ def _bisect(args: argparse.Namespace, workdir: Path) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threshold", type=fraction, default=DEFAULT_THRESHOLD, metavar="FRACTION",
-                   help=f"smallest change that matters, 0.05 or 5%% (default: "
-                   f"{DEFAULT_THRESHOLD * 100:g}%%)")
-    p.add_argument("--count-threshold", type=fraction, default=DEFAULT_COUNT_THRESHOLD,
-                   metavar="FRACTION", help="the same for instruction counts, which repeat "
-                   "from run to run and so are decided from one run of each commit (default: "
-                   f"{DEFAULT_COUNT_THRESHOLD * 100:g}%%); on dynamo's exact counters any "
-                   "change counts")
-    add_device_threshold(p)
+    add_thresholds(p)
     p.add_argument("--alpha", type=fraction, default=DEFAULT_ALPHA,
                    help=f"chance of a wrong decision, per benchmark (default: {DEFAULT_ALPHA})")
     p.add_argument("--max-runs", type=positive_int, default=None, metavar="N",
