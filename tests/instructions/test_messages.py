@@ -81,3 +81,19 @@ def test_the_counted_process_says_a_childs_end_on_its_own_pipe_and_words_on_stde
     assert (code, last) == (0, "valgrind: done")
     assert lines == ["counted 0", "valgrind: done"]
     assert [messages.read_progress(r, 2) for r in records] == [messages.Progress(1, -11)]
+
+
+def test_a_counted_process_past_its_time_is_stopped_with_its_children_and_the_pipe_ends(
+        tmp_path):
+    """On a timeout the whole process group goes, a forked child that holds the progress
+    pipe with it, so reading the pipe ends instead of waiting on the child."""
+    from torchpulse.instructions import process
+
+    hangs = ("import os, sys, time; fd = int(sys.argv[1]); "
+             f"os.write(fd, {messages.progress_record(0, 0)!r}); "
+             "os.fork(); time.sleep(600)")
+    records = []
+    code, _ = process.run([sys.executable, "-c", hangs], dict(os.environ), tmp_path, 2,
+                          None, records.append)
+    assert code == -9  # killed, and returned: the forked child's end of the pipe is gone
+    assert all(messages.read_progress(r, 1) == messages.Progress(0, 0) for r in records)
