@@ -26,7 +26,9 @@ def test_every_model_family_has_a_model_and_a_row_per_model_at_every_preset():
         models = set(registry.MODEL_FAMILIES[family].models)
         assert set(rows) == set(counting) == models
         assert all(set(by_preset) == set(sizes.FASTRNNS) for by_preset in rows.values())
-        assert isinstance(model_class(family), type)
+        model = model_class(family)  # what regions.build and suite.model build
+        assert isinstance(model.settle, int) and model.settle >= 1
+        assert callable(model.forward) and callable(model.step)
 
 
 # A family this torchpulse does not have: one linear layer, built from code
