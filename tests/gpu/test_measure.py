@@ -19,8 +19,7 @@ from torchpulse.gpu.measure import (
 )
 from torchpulse.workloads.regions import build
 
-SMOKE = {"fastrnns": sizes.FASTRNNS["smoke"],
-         "autograd": {m: r["smoke"] for m, r in sizes.AUTOGRAD.items()}}
+SMOKE = gpu_measure.sizes_at(sizes.by_preset(), "smoke")  # every family's smoke rows
 
 
 def test_sample_counts_follow_the_calls_time_within_bounds():
@@ -66,7 +65,9 @@ def test_one_process_measures_each_workload_and_builds_a_runner_once(monkeypatch
 
     monkeypatch.setattr(runners.Workload, "__init__", counting)
     names = ["rnns/jit/forward", "rnns/jit/backward", "rnns/nope/forward",
-             "cnns/resnet18/forward", "autograd/ppl_simple_reg/vjp", "rnns/cudnn/forward"]
+             "cnns/resnet18/forward", "transformers/encoder/forward",
+             "transformers/encoder/backward", "autograd/ppl_simple_reg/vjp",
+             "rnns/cudnn/forward"]
     lines, rows = [], []
     out = gpu_measure.measure(names, SMOKE, "cpu", "smoke", log=lines.append,
                               each=lambda name, row: rows.append((name, row)))

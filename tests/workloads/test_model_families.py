@@ -13,6 +13,7 @@ import pytest
 from torchpulse import sizes, suite
 from torchpulse.autograd import choices as autograd
 from torchpulse.fastrnns import choices as fastrnns
+from torchpulse.gpu.measure import measure as gpu_measure
 from torchpulse.gpu.measure import sizes_at
 from torchpulse.workloads import registry
 from torchpulse.workloads.regions import build, model_class
@@ -28,7 +29,7 @@ def test_every_model_family_has_a_model_and_a_row_per_model_at_every_preset():
         assert all(set(by_preset) == set(sizes.FASTRNNS) for by_preset in rows.values())
         model = model_class(family)  # what regions.build and suite.model build
         assert isinstance(model.settle, int) and model.settle >= 1
-        assert callable(model.forward) and callable(model.step)
+        assert callable(model.forward) and callable(model.step) and callable(model.close)
 
 
 # A family this torchpulse does not have: one linear layer, built from code
@@ -53,6 +54,9 @@ class Model:
         with backward_clock.region() if backward_clock else contextlib.nullcontext():
             out.sum().backward()
         self.layer.zero_grad()
+
+    def close(self):
+        del self.layer, self.x
 '''
 ROW = {"batch": 2, "width": 4}
 
@@ -119,6 +123,10 @@ def test_a_new_family_needs_its_module_its_registry_row_its_sizes_and_a_suite_fi
         build(f"mlps/tiny/{region}", sizes.counting(), "cpu", "instructions",
               built=built).run(clock)
     assert clock.entered == 2 and list(built) == ["mlps/tiny"]
+    # measured by the GPU suite (here its dry run on the CPU), and closed after
+    measured = gpu_measure(["mlps/tiny/forward", "mlps/tiny/backward", "rnns/cudnn/forward"],
+                           sizes_at(sizes.by_preset(), "smoke"), "cpu", "smoke")
+    assert not measured["failed"] and len(measured["workloads"]) == 3
     # the counts and the GPU suite have a class for it, under a version of its own sizes
     assert counts.MlpInstructions.params == [["mlps/tiny/forward", "mlps/tiny/backward"]]
     assert "mlps/tiny/forward" not in counts.Instructions.params[0]

@@ -4,7 +4,7 @@ again in every child), then forks one child per group of workloads (registry.gro
 runner's or model's, at most four; ``jobs`` at a time), which builds and warms up each,
 then counts each in turn.
 
-    python -S -c BOOTSTRAP STAGE CHILDREN JOBS
+    python -S -c BOOTSTRAP STAGE CHILDREN JOBS PROGRESS_FD
 
 STAGE (written by instructions.count) holds ``prewarm.json`` (the sizes table and the
 callgrind helper's path, the same whatever the selection) and ``in/<index>.json`` per child
@@ -12,7 +12,8 @@ callgrind helper's path, the same whatever the selection) and ``in/<index>.json`
 each child writes ``out/<index>.json``: its pid (its dumps are
 ``out/dumps/callgrind.out.<pid>.<n>``), for each workload the first dump and the calls of
 its counted windows and the seconds of each phase, or its error, and the files and folders
-it was made of (``inputs``), or the child's error. CHILDREN and JOBS are zero-padded
+it was made of (``inputs``), or the child's error; each child's end is said on the pipe
+PROGRESS_FD (messages.progress_record). CHILDREN, JOBS and PROGRESS_FD are zero-padded
 numbers: the parent reads nothing whose size depends on the selection, so a workload's
 count does not depend on what else is counted.
 

@@ -72,8 +72,9 @@ def _model_region(model: Any, region: str) -> Run:
 
 def model_class(family: str) -> type:
     """The ``Model`` of one of registry.MODEL_FAMILIES: built as ``Model(name, row, device,
-    seed)``, with ``settle`` (warm-up calls), ``forward(clock)`` and ``step(forward_clock,
-    backward_clock)`` (a training step, each pass measured on its own clock)."""
+    seed)``, with ``settle`` (warm-up calls), ``forward(clock)``, ``step(forward_clock,
+    backward_clock)`` (a training step, each pass measured on its own clock) and ``close()``
+    (its memory given back before the GPU suite builds the next)."""
     import importlib
 
     return importlib.import_module(f"torchpulse.workloads.{MODEL_FAMILIES[family].module}").Model

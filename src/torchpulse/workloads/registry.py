@@ -20,7 +20,7 @@ class ModelFamily(NamedTuple):
     """A family of models with a forward and a backward region each, declared by this row
     alone: the suites, the counts, the GPU suite and the stage take it from here."""
 
-    module: str  # workloads/<module>.py, whose ``Model(name, row, device, seed)`` builds one
+    module: str  # workloads/<module>.py, whose ``Model`` builds one (regions.model_class)
     models: tuple[str, ...]  # each has a row in its tables (sizes.MODEL_SIZES)
     suite: str  # its classes' name: bench_<family>.<suite>, bench_gpu.<suite>Workloads, ...
     api: int  # the torchpulse.suite API_VERSION that first builds it: older commits skip it

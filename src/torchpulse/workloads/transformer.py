@@ -99,6 +99,11 @@ class Encoder:
                 if param.grad is not None:
                     param.grad.zero_()
 
+    def close(self) -> None:
+        """Drop the model and its inputs: the GPU suite builds the next workload in the
+        memory they held (gpu.measure)."""
+        del self.model, self.params, self.x, self.grad, self.mask
+
 
 # what regions.build and the suite build for the family (registry.MODEL_FAMILIES)
 Model = Encoder
