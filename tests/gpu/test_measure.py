@@ -5,6 +5,7 @@ import pickle
 import pickletools
 
 import pytest
+from clocks import CountingClock
 
 from torchpulse import sizes, suite
 from torchpulse.fastrnns import runners
@@ -32,21 +33,13 @@ def test_sample_counts_follow_the_calls_time_within_bounds():
 
 
 def test_a_region_runs_its_measured_part_inside_the_clocks_region():
-    entered = []
-
-    class Clock:
-        def region(self):
-            import contextlib
-
-            entered.append(1)
-            return contextlib.nullcontext()
-
+    clock = CountingClock()
     for name in ("rnns/cudnn/forward", "rnns/cudnn/backward", "cnns/resnet18/forward",
                  "autograd/ppl_simple_reg/hvp"):
         region = build(name, SMOKE, "cpu", "smoke")
         region.run()
-        region.run(Clock())
-    assert len(entered) == 4
+        region.run(clock)
+    assert clock.entered == 4
     with pytest.raises(ValueError, match="no backward"):
         build("rnns/cudnn_layernorm/backward", SMOKE, "cpu", "smoke")
     with pytest.raises(ValueError, match="does not run"):

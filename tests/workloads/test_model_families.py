@@ -1,7 +1,6 @@
 """The model families: a family is its module, its row in the registry, its tables in
 sizes.py and a suite file naming it; everything else takes it from there."""
 
-import contextlib
 import importlib
 import re
 import sys
@@ -9,6 +8,7 @@ import types
 from pathlib import Path
 
 import pytest
+from clocks import CountingClock
 
 from torchpulse import sizes, suite
 from torchpulse.autograd import choices as autograd
@@ -34,6 +34,8 @@ def test_every_model_family_has_a_model_and_a_row_per_model_at_every_preset():
 
 # A family this torchpulse does not have: one linear layer, built from code
 TOY = '''
+import contextlib
+
 import torch
 
 
@@ -61,15 +63,6 @@ class Model:
 ROW = {"batch": 2, "width": 4}
 
 
-class Counting:
-    def __init__(self):
-        self.entered = 0
-
-    def region(self):
-        self.entered += 1
-        return contextlib.nullcontext()
-
-
 def _reload_suites() -> dict[str, types.ModuleType]:
     """The suite modules and the stubs' patterns as the registry now declares them."""
     import torchpulse.results.external as external
@@ -86,7 +79,7 @@ def toy_family(monkeypatch):
     sys.path.insert(0, str(ROOT))
     tree = importlib.import_module("benchmarks._tree")
     module = types.ModuleType("torchpulse.workloads.toy_mlp")
-    exec(compile("import contextlib\n" + TOY, "toy_mlp.py", "exec"), module.__dict__)
+    exec(compile(TOY, "toy_mlp.py", "exec"), module.__dict__)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     for reg in (registry, tree.load("workloads/registry.py")):
         monkeypatch.setitem(reg.MODEL_FAMILIES, "mlps",
@@ -118,7 +111,7 @@ def test_a_new_family_needs_its_module_its_registry_row_its_sizes_and_a_suite_fi
     assert sizes_at(sizes.by_preset(), "smoke")["mlps"] == {"tiny": ROW}
     # built as a region by the counts and the GPU suite: one model for both regions
     built: dict = {}
-    clock = Counting()
+    clock = CountingClock()
     for region in ("forward", "backward"):
         build(f"mlps/tiny/{region}", sizes.counting(), "cpu", "instructions",
               built=built).run(clock)

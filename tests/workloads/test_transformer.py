@@ -1,9 +1,8 @@
 """The transformer family: built from its sizes, measured region by region like the others."""
 
-import contextlib
-
 import pytest
 import torch
+from clocks import CountingClock
 
 from torchpulse import sizes
 from torchpulse.workloads.clock import Clock
@@ -13,17 +12,8 @@ from torchpulse.workloads.transformer import Encoder, SizesError
 SMOKE = {"transformers": {m: r["smoke"] for m, r in sizes.TRANSFORMERS.items()}}
 
 
-class Counting:
-    def __init__(self):
-        self.entered = 0
-
-    def region(self):
-        self.entered += 1
-        return contextlib.nullcontext()
-
-
 def test_each_region_measures_its_pass_only_and_a_step_leaves_no_gradient_behind():
-    clock = Counting()
+    clock = CountingClock()
     assert isinstance(clock, Clock)
     built: dict = {}
     forward = build("transformers/encoder/forward", SMOKE, "cpu", "smoke", built=built)
@@ -34,7 +24,7 @@ def test_each_region_measures_its_pass_only_and_a_step_leaves_no_gradient_behind
     assert clock.entered == 2 and forward.settle == backward.settle == 2
     encoder = built["transformers/encoder"]
     assert all(p.grad is not None and not p.grad.any() for p in encoder.params)
-    timed = Counting()
+    timed = CountingClock()
     encoder.step(forward_clock=timed, backward_clock=timed)
     assert timed.entered == 2
 
