@@ -51,9 +51,8 @@ MEASURED = r"^(?!external\.)"
 # on the CPU; on CUDA the per-process suites (bench_gpu measures their workloads) and the
 # instruction counts (CPU work only). A skip still costs asv a process per benchmark.
 ON_CPU = r"^(?!external\.|bench_gpu\.)"
-ON_CUDA = (r"^(?!external\.|bench_("
-           + "|".join(("rnns", "cnns", "autograd", *_registry.MODEL_FAMILIES, "instructions"))
-           + r")\.)")
+# (a family's per-process suite is bench_<family>)
+ON_CUDA = rf"^(?!external\.|bench_({'|'.join((*_registry.FAMILIES, 'instructions'))})\.)"
 
 
 def measured_on(device: str) -> str:
